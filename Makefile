@@ -1,0 +1,45 @@
+# Two commands for a newcomer: `make demo` and `make test`. Everything else is a helper.
+SHELL := /bin/bash
+PYTHON ?= python3.11
+VENV := $(CURDIR)/.venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-stamp
+# dbt and dagster must be found on PATH by the code location and the tests.
+export PATH := $(BIN):$(PATH)
+
+.PHONY: install demo test lint bench bench-scale ui showcase clean
+
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+	@touch $(STAMP)
+
+install: $(STAMP)
+
+## Build the demo estate, ingest it into the embedded DataHub, print what DataHub holds and the dial.
+demo: install
+	$(BIN)/upstream demo
+
+## Lint, type-check the pure core, and run the whole test suite.
+test: install lint
+	$(BIN)/python -m pytest -q
+
+lint: install
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+
+## Read-path benchmark on a generated estate of 10,000 datasets (prints calls/1k and the read ratio).
+bench: install
+	$(BIN)/python -m upstream_dagster.bench.read_path --datasets 10000
+
+## Load DataHub's showcase-ecommerce datapack into the embedded DataHub.
+showcase: install
+	$(BIN)/upstream load-estate ../shared/estates/showcase-ecommerce
+
+## Open the Dagster UI on the code location (state in .upstream/).
+ui: install
+	$(BIN)/upstream ui
+
+clean:
+	rm -rf .upstream

@@ -1,0 +1,1 @@
+"""Upstream: a desired-state control plane for DataHub, shipped as a Dagster code location."""

@@ -1,0 +1,67 @@
+"""The one settings module: where state lives and which DataHub to talk to.
+
+Everything is read from the environment when asked for, never at import, so a test can point
+a process at its own state folder by setting variables before it calls :func:`load`.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+
+
+@dataclass(frozen=True)
+class Settings:
+    project_root: Path
+    state_dir: Path
+    gms_url: str | None
+    gms_token: str | None
+    dbt_source_dir: Path
+
+    # Everything Upstream keeps on disk lives under state_dir (git-ignored), never in $HOME.
+    @property
+    def lite_file(self) -> Path:
+        return self.state_dir / "datahub-lite.sqlite"
+
+    @property
+    def warehouse(self) -> Path:
+        return self.state_dir / "warehouse.duckdb"
+
+    @property
+    def dagster_home(self) -> Path:
+        return self.state_dir / "dagster_home"
+
+    @property
+    def dbt_project_dir(self) -> Path:
+        """The deployed copy of the dbt project that Dagster builds and remediation patches."""
+        return self.state_dir / "dbt_project"
+
+    @property
+    def artifacts_dir(self) -> Path:
+        """dbt artifacts captured for DataHub's dbt source (run_results right after the build)."""
+        return self.state_dir / "dbt_artifacts"
+
+    @property
+    def sdk_home(self) -> Path:
+        """Where the DataHub SDK may write its telemetry file instead of the user's home."""
+        return self.state_dir / "sdk_home"
+
+    @property
+    def backend(self) -> str:
+        return "gms" if self.gms_url else "lite"
+
+
+def load() -> Settings:
+    root = Path(os.environ.get("UPSTREAM_PROJECT_ROOT", PROJECT_ROOT)).resolve()
+    state = Path(os.environ.get("UPSTREAM_STATE_DIR", root / ".upstream")).resolve()
+    dbt_src = Path(os.environ.get("UPSTREAM_DBT_SOURCE", root / "dbt_demo")).resolve()
+    return Settings(
+        project_root=root,
+        state_dir=state,
+        gms_url=os.environ.get("DATAHUB_GMS_URL") or None,
+        gms_token=os.environ.get("DATAHUB_GMS_TOKEN") or None,
+        dbt_source_dir=dbt_src,
+    )
