@@ -1,0 +1,119 @@
+"""`upstream`: the command line. It drives the same Dagster definitions the UI shows."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import typer
+from rich.console import Console
+
+from upstream_dagster import settings as settings_mod
+from upstream_dagster.errors import UpstreamError
+
+app = typer.Typer(help="Upstream: desired-state control plane for DataHub.", no_args_is_help=True,
+                  add_completion=False)
+out = Console()
+err = Console(stderr=True)
+
+
+def _fail(exc: UpstreamError) -> None:
+    err.print(f"[bold red]error:[/] {exc.problem}\n  [bold]fix:[/] {exc.fix}")
+    raise typer.Exit(1)
+
+
+def _print_summary(settings: settings_mod.Settings) -> None:
+    from upstream_dagster.datahub import open_graph
+    from upstream_dagster.datahub.summary import summarize
+
+    graph = open_graph(settings)
+    try:
+        summary = summarize(graph)
+    finally:
+        graph.close()
+    where = settings.gms_url or str(settings.lite_file)
+    out.print(f"[bold]DataHub ({settings.backend}: {where}) now holds:[/]")
+    for line in summary.lines():
+        out.print("  " + line)
+
+
+def run_job(settings: settings_mod.Settings, job_name: str) -> None:
+    from upstream_dagster.definitions import build
+    from upstream_dagster.runtime import dagster_instance, failure_message
+
+    instance = dagster_instance(settings)
+    job = build(settings).resolve_job_def(job_name)
+    # The CLI shows warnings only; the full log is in the Dagster UI for every run.
+    quiet = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
+    result = job.execute_in_process(instance=instance, raise_on_error=False, run_config=quiet)
+    if not result.success:
+        raise UpstreamError(f"the Dagster job {job_name} failed ({failure_message(result)})",
+                            "read the message above; the run's full log is in the Dagster UI "
+                            f"(`make ui`), run id {result.run_id}")
+
+
+@app.command()
+def demo() -> None:
+    """Build the demo estate, ingest it into DataHub, and print what DataHub holds."""
+    from upstream_dagster.demo.deploy import deploy_project, prepare_manifest
+
+    settings = settings_mod.load()
+    try:
+        out.print(f"state folder: {settings.state_dir}")
+        deploy_project(settings)
+        prepare_manifest(settings)
+        with out.status("running the estate_build job (raw feeds -> dbt build -> DataHub)..."):
+            run_job(settings, "estate_build")
+        _print_summary(settings)
+    except UpstreamError as exc:
+        _fail(exc)
+
+
+@app.command()
+def summary() -> None:
+    """Print how many datasets, lineage edges, assertions and owners DataHub holds."""
+    try:
+        _print_summary(settings_mod.load())
+    except UpstreamError as exc:
+        _fail(exc)
+
+
+@app.command("load-estate")
+def load_estate(path: Path = typer.Argument(..., help="A datapack folder of MCP *.json files "
+                                            "(e.g. ../shared/estates/showcase-ecommerce)")) -> None:
+    """Load a datapack into DataHub through DataHub's file source; report what landed."""
+    from upstream_dagster.datahub.ingest import ingest_file
+
+    settings = settings_mod.load()
+    if not path.exists():
+        _fail(UpstreamError(f"{path} does not exist", "pass the path of a datapack folder"))
+    try:
+        from upstream_dagster.datahub import open_graph
+
+        open_graph(settings, create=True).close()
+        report = ingest_file(settings, path)
+    except UpstreamError as exc:
+        _fail(exc)
+    out.print(report.summary())
+    if report.dropped:
+        out.print(f"  the sink dropped {report.dropped} records it cannot store "
+                  "(DataHub Lite keeps no Cloud-only aspects); first warning:")
+        out.print(f"  {report.warnings[0][:200] if report.warnings else ''}")
+    _print_summary(settings)
+
+
+@app.command()
+def ui(port: int = typer.Option(3000, help="Port for the Dagster UI.")) -> None:
+    """Start the Dagster UI (webserver and daemon) on this code location."""
+    from upstream_dagster.runtime import dagster_instance
+
+    settings = settings_mod.load()
+    dagster_instance(settings)
+    cmd = [str(Path(sys.executable).with_name("dagster")), "dev", "-w",
+           str(settings.project_root / "workspace.yaml"), "-p", str(port)]
+    raise typer.Exit(subprocess.call(cmd, cwd=settings.project_root))
+
+
+if __name__ == "__main__":
+    app()

@@ -1,0 +1,35 @@
+"""The single place the DataHub SDK is first imported.
+
+Importing `datahub` writes ``~/.datahub/telemetry-config.json``. Upstream keeps all state in its
+own folder, so the first import runs with ``HOME`` pointed at the state folder's ``sdk_home``;
+the SDK captures that path in module constants and the real ``HOME`` is restored at once.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+
+_lock = threading.Lock()
+_done = False
+
+
+def prepare(sdk_home: Path) -> None:
+    global _done
+    with _lock:
+        if _done:
+            return
+        os.environ.setdefault("DATAHUB_TELEMETRY_ENABLED", "false")
+        sdk_home.mkdir(parents=True, exist_ok=True)
+        saved = os.environ.get("HOME")
+        os.environ["HOME"] = str(sdk_home)
+        try:
+            import datahub.cli.config_utils  # noqa: F401
+            import datahub.telemetry.telemetry  # noqa: F401
+        finally:
+            if saved is None:
+                os.environ.pop("HOME", None)
+            else:
+                os.environ["HOME"] = saved
+        _done = True

@@ -1,0 +1,301 @@
+"""The `lite` backend: DataHub Lite (SQLite engine, WAL) as the embedded DataHub.
+
+Lite stores every aspect with its history but offers no lineage, search, timeline or timeseries
+ordering. Those are read here with SQL over Lite's own ``metadata_aspect_v2`` table on a separate
+connection; writes go through Lite's own ``write`` so its versioning rules apply. Every SQL
+statement counts as one DataHub call. Lite is not thread-safe, so one lock guards both handles;
+other processes are kept safe by SQLite's WAL and busy timeout.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import logging
+import sqlite3
+import threading
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from upstream_dagster.datahub import edges as edge_parse
+from upstream_dagster.datahub import timeline
+from upstream_dagster.datahub.model import (
+    AspectVersion,
+    AssertionRun,
+    CallCounter,
+    Json,
+    LineageEdge,
+    Receipt,
+    SearchQuery,
+    Transaction,
+)
+from upstream_dagster.errors import DataHubUnavailable
+
+log = logging.getLogger(__name__)
+TABLE = "metadata_aspect_v2"
+CHUNK = 20_000
+# The identifying key of each list item that search filters on.
+_KEYS = {"domains": "urn", "globalTags": "tag", "glossaryTerms": "urn", "ownership": "owner"}  # bound parameters per statement, under SQLite's 32,766 limit
+
+
+def dataset_name(urn: str) -> str:
+    """`urn:li:dataset:(urn:li:dataPlatform:p,db.schema.table,PROD)` -> `db.schema.table`."""
+    if urn.startswith("urn:li:dataset:(") and "," in urn:
+        return urn[urn.index(",") + 1 : urn.rindex(",")]
+    return urn.rsplit(":", 1)[-1]
+
+
+def name_matches(urn: str, pattern: str) -> bool:
+    """Glob over the dataset name: a pattern with a dot matches the full name, else its last part."""
+    name = dataset_name(urn).lower()
+    target = name if "." in pattern else name.rsplit(".", 1)[-1]
+    return fnmatch.fnmatchcase(target, pattern.lower())
+
+
+def _chunks(items: Sequence[str], size: int = CHUNK) -> Iterable[Sequence[str]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def _marks(values: Sequence[Any]) -> str:
+    return ",".join("?" * len(values))
+
+
+class LiteGraph:
+    transport = "lite"
+
+    def __init__(self, path: Path, *, create: bool = False) -> None:
+        self.path = Path(path)
+        self.counter = CallCounter()
+        self._lock = threading.RLock()
+        self._writer: Any = None
+        if not create and not self.path.exists():
+            raise DataHubUnavailable(
+                f"the DataHub Lite file {self.path} does not exist",
+                "run `make demo` to build the demo estate and ingest it, or point "
+                "UPSTREAM_STATE_DIR at a state folder that holds one",
+            )
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self._con = sqlite3.connect(str(self.path), check_same_thread=False, timeout=10)
+            self._con.execute("PRAGMA journal_mode=WAL")
+            self._con.execute("PRAGMA busy_timeout=10000")
+            self._con.create_function("upstream_name_match", 2, name_matches, deterministic=True)
+            if create:
+                self._ensure_tables()
+            found = self._con.execute(
+                "SELECT count(*) FROM sqlite_master WHERE type='table' AND name=?", [TABLE]
+            ).fetchone()[0]
+        except sqlite3.DatabaseError as exc:
+            raise DataHubUnavailable(
+                f"{self.path} is not a readable DataHub Lite database (SQLite says: {exc})",
+                f"move it aside and run `make demo` to rebuild it (rm {self.path}*)",
+            ) from exc
+        if not found:
+            raise DataHubUnavailable(
+                f"{self.path} is an SQLite file but holds no DataHub Lite table ({TABLE})",
+                "run `make demo` to ingest the estate into it, or check UPSTREAM_STATE_DIR",
+            )
+
+    # -- plumbing ---------------------------------------------------------------------------
+    def _ensure_tables(self) -> None:
+        self._lite()  # Lite creates its own tables and indexes
+
+    def _q(self, kind: str, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        with self._lock:
+            self.counter.add(kind)
+            return self._con.execute(sql, params).fetchall()
+
+    def _lite(self) -> Any:
+        """DataHub Lite's own handle, opened on first write."""
+        with self._lock:
+            if self._writer is None:
+                from datahub.lite.lite_util import get_datahub_lite
+
+                self._writer = get_datahub_lite(
+                    {"type": "sqlite", "config": {"file": str(self.path), "options": {
+                        "journal_mode": "WAL", "busy_timeout": 10000}}})
+            return self._writer
+
+    def close(self) -> None:
+        with self._lock:
+            if self._writer is not None:
+                self._writer.close()
+                self._writer = None
+            self._con.close()
+
+    # -- aspects ----------------------------------------------------------------------------
+    def get_aspects(self, urns: Sequence[str], aspects: Sequence[str]) -> dict[str, dict[str, Json]]:
+        """Latest value of ``aspects`` for many URNs, in one statement per 20,000 URNs."""
+        out: dict[str, dict[str, Json]] = {}
+        for chunk in _chunks(list(dict.fromkeys(urns))):
+            rows = self._q("aspects",
+                f"SELECT urn, aspect_name, metadata FROM {TABLE} WHERE version = 0 "
+                f"AND urn IN ({_marks(chunk)}) AND aspect_name IN ({_marks(aspects)})",
+                [*chunk, *aspects])
+            for urn, aspect, metadata in rows:
+                out.setdefault(urn, {})[aspect] = json.loads(metadata)
+        return out
+
+    def scan(self, entity_type: str, aspects: Sequence[str]) -> dict[str, dict[str, Json]]:
+        """Latest ``aspects`` of every entity of a type, in one statement."""
+        out: dict[str, dict[str, Json]] = {}
+        rows = self._q("scan",
+            f"SELECT urn, aspect_name, metadata FROM {TABLE} WHERE version = 0 "
+            f"AND urn LIKE ? AND aspect_name IN ({_marks(aspects)})",
+            [f"urn:li:{entity_type}:%", *aspects])
+        for urn, aspect, metadata in rows:
+            out.setdefault(urn, {})[aspect] = json.loads(metadata)
+        return out
+
+    def aspect_history(self, urn: str, aspect: str) -> list[AspectVersion]:
+        return self.histories(urn, [aspect]).get(aspect, [])
+
+    def histories(self, urn: str, aspects: Sequence[str]) -> dict[str, list[AspectVersion]]:
+        rows = self._q("history",
+            f"SELECT aspect_name, version, createdon, metadata FROM {TABLE} WHERE urn = ? "
+            f"AND version > 0 AND aspect_name IN ({_marks(aspects)}) ORDER BY version",
+            [urn, *aspects])
+        out: dict[str, list[AspectVersion]] = {}
+        for aspect, version, created, metadata in rows:
+            out.setdefault(aspect, []).append(
+                AspectVersion(int(version), int(created), json.loads(metadata)))
+        return out
+
+    # -- search -----------------------------------------------------------------------------
+    def search(self, query: SearchQuery) -> list[str]:
+        """URNs matching ``query`` in one statement; soft-deleted entities are left out."""
+        where = ["a.version = 0", "a.urn LIKE ?"]
+        params: list[Any] = [f"urn:li:{query.entity_type}:%"]
+
+        def exists(aspect: str, path: str, values: Sequence[str]) -> None:
+            where.append(
+                f"EXISTS (SELECT 1 FROM {TABLE} b, json_each(b.metadata, '{path}') j WHERE "
+                f"b.urn = a.urn AND b.version = 0 AND b.aspect_name = ? AND "
+                f"(CASE WHEN j.type = 'object' THEN json_extract(j.value, '$.{_KEYS[aspect]}') "
+                f"ELSE j.value END) IN ({_marks(values)}))")
+            params.extend([aspect, *values])
+
+        if query.platforms:
+            where.append("(" + " OR ".join(["a.urn LIKE ?"] * len(query.platforms)) + ")")
+            params.extend(f"urn:li:{query.entity_type}:(urn:li:dataPlatform:{p},%"
+                          for p in query.platforms)
+        if query.name:
+            where.append("upstream_name_match(a.urn, ?)")
+            params.append(query.name)
+        if query.urns:
+            where.append(f"a.urn IN ({_marks(query.urns)})")
+            params.extend(query.urns)
+        if query.domains:
+            exists("domains", "$.domains", query.domains)
+        if query.tags:
+            exists("globalTags", "$.tags", query.tags)
+        if query.terms:
+            exists("glossaryTerms", "$.terms", query.terms)
+        if query.owners:
+            exists("ownership", "$.owners", query.owners)
+        where.append(f"NOT EXISTS (SELECT 1 FROM {TABLE} s WHERE s.urn = a.urn AND s.version = 0 "
+                     "AND s.aspect_name = 'status' AND json_extract(s.metadata, '$.removed') = 1)")
+        rows = self._q("search",
+            f"SELECT DISTINCT a.urn FROM {TABLE} a WHERE {' AND '.join(where)} ORDER BY a.urn",
+            params)
+        return [r[0] for r in rows]
+
+    def search_prefix(self, prefix: str) -> list[str]:
+        """Every URN that starts with ``prefix`` (compared exactly, not as a LIKE pattern)."""
+        rows = self._q("search", f"SELECT DISTINCT urn FROM {TABLE} WHERE version = 0 "
+                       "AND substr(urn, 1, ?) = ? ORDER BY urn", [len(prefix), prefix])
+        return [r[0] for r in rows]
+
+    # -- lineage ----------------------------------------------------------------------------
+    def lineage_edges(self, as_of_ms: int | None = None) -> list[LineageEdge]:
+        """Every lineage edge in the graph, as it stood at ``as_of_ms`` (latest when None)."""
+        aspects = edge_parse.LINEAGE_ASPECTS
+        if as_of_ms is None:
+            rows = self._q("lineage",
+                f"SELECT urn, aspect_name, metadata FROM {TABLE} WHERE version = 0 "
+                f"AND aspect_name IN ({_marks(aspects)})", aspects)
+        else:
+            rows = self._q("lineage",
+                f"SELECT m.urn, m.aspect_name, m.metadata FROM {TABLE} m JOIN ("
+                f"SELECT urn, aspect_name, max(version) AS v FROM {TABLE} WHERE version > 0 "
+                f"AND createdon <= ? AND aspect_name IN ({_marks(aspects)}) "
+                "GROUP BY urn, aspect_name) x ON m.urn = x.urn AND m.aspect_name = x.aspect_name "
+                "AND m.version = x.v", [as_of_ms, *aspects])
+        return edge_parse.edges_from_rows((u, a, json.loads(m)) for u, a, m in rows)
+
+    def lineage(self, urns: Sequence[str], direction: str, as_of_ms: int | None = None,
+                ) -> list[LineageEdge]:
+        """One hop of lineage from ``urns``: ``direction`` is 'upstream' or 'downstream'."""
+        if direction not in ("upstream", "downstream"):
+            raise ValueError(f"direction must be 'upstream' or 'downstream', not {direction!r}")
+        wanted = set(urns)
+        side = "downstream" if direction == "upstream" else "upstream"
+        return [e for e in self.lineage_edges(as_of_ms) if getattr(e, side) in wanted]
+
+    # -- timeline ---------------------------------------------------------------------------
+    def timeline(self, urn: str, categories: Sequence[str] = timeline.ALL_CATEGORIES,
+                 start_ms: int | None = None, end_ms: int | None = None) -> list[Transaction]:
+        history = self.histories(urn, timeline.aspects_for(categories))
+        return timeline.derive(urn, history, categories, start_ms, end_ms)
+
+    # -- assertions -------------------------------------------------------------------------
+    def assertion_runs(self, asserted_urns: Sequence[str] | None = None,
+                       since_ms: int | None = None, latest_only: bool = True) -> list[AssertionRun]:
+        """Assertion run events ordered by their own timestamp, not by the order written.
+
+        Lite keeps the last *written* event as version 0; every event is also a history row, so
+        ordering by ``timestampMillis`` over all versions gives DataHub's true latest.
+        """
+        sql = (f"SELECT metadata FROM {TABLE} WHERE aspect_name = 'assertionRunEvent' "
+               "AND version > 0")
+        params: list[Any] = []
+        if asserted_urns is not None:
+            if not asserted_urns:
+                return []
+            sql += f" AND json_extract(metadata, '$.asserteeUrn') IN ({_marks(asserted_urns)})"
+            params.extend(asserted_urns)
+        if since_ms is not None:
+            sql += " AND json_extract(metadata, '$.timestampMillis') > ?"
+            params.append(since_ms)
+        runs = []
+        for (metadata,) in self._q("assertions", sql, params):
+            event = json.loads(metadata)
+            runs.append(AssertionRun(
+                assertion_urn=event["assertionUrn"], asserted_urn=event.get("asserteeUrn", ""),
+                timestamp_ms=int(event["timestampMillis"]),
+                result=str((event.get("result") or {}).get("type", "ERROR")),
+                run_id=str(event.get("runId", ""))))
+        runs.sort(key=lambda r: (r.timestamp_ms, r.assertion_urn, r.run_id))
+        if not latest_only:
+            return list(dict.fromkeys(runs))
+        latest: dict[str, AssertionRun] = {}
+        for run in runs:
+            latest[run.assertion_urn] = run
+        return sorted(latest.values(), key=lambda r: (r.timestamp_ms, r.assertion_urn))
+
+    # -- writes -----------------------------------------------------------------------------
+    def write_aspect(self, urn: str, aspect: str, value: Json) -> Receipt:
+        from upstream_dagster.datahub.mcp import build_mcp
+
+        try:
+            mcp = build_mcp(urn, aspect, value)
+        except (KeyError, ValueError, TypeError) as exc:
+            return Receipt(urn, aspect, False, f"not a valid {aspect} aspect: {exc}")
+        with self._lock:
+            self.counter.add("write")
+            self._lite().write(mcp)
+        return Receipt(urn, aspect, True, "written to DataHub Lite")
+
+    def delete_aspect(self, urn: str, aspect: str) -> Receipt:
+        """Lite has no delete; remove every version so the aspect reads as absent again."""
+        with self._lock:
+            self.counter.add("write")
+            cur = self._con.execute(f"DELETE FROM {TABLE} WHERE urn = ? AND aspect_name = ?",
+                                    [urn, aspect])
+            self._con.commit()
+        return Receipt(urn, aspect, cur.rowcount > 0,
+                       "deleted" if cur.rowcount else "aspect was already absent")
+
+

@@ -1,0 +1,117 @@
+"""Plain, frozen records that cross the gateway. No SDK types leave `upstream_dagster.datahub`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+Json = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class AspectVersion:
+    """One stored version of an aspect: version 1 is the first write, the highest is the latest."""
+
+    version: int
+    created_ms: int
+    value: Json
+
+
+@dataclass(frozen=True)
+class ColumnEdge:
+    upstream_field: str  # schemaField URN
+    downstream_field: str  # schemaField URN
+
+
+@dataclass(frozen=True)
+class LineageEdge:
+    """``upstream`` feeds ``downstream``. ``via`` names the aspect the edge was read from."""
+
+    upstream: str
+    downstream: str
+    via: str
+    kind: str = "TRANSFORMED"
+    columns: tuple[ColumnEdge, ...] = ()
+
+
+@dataclass(frozen=True)
+class ChangeEvent:
+    """One change, in the shape of DataHub's Timeline API ``ChangeEvent``."""
+
+    entity_urn: str
+    category: str  # TECHNICAL_SCHEMA | DOCUMENTATION | OWNER | TAG | GLOSSARY_TERM
+    operation: str  # ADD | MODIFY | REMOVE
+    modifier: str | None
+    parameters: Json
+    description: str
+    timestamp_ms: int
+
+    def as_json(self) -> Json:
+        return {
+            "entityUrn": self.entity_urn,
+            "category": self.category,
+            "operation": self.operation,
+            "modifier": self.modifier,
+            "parameters": self.parameters,
+            "auditStamp": {"time": self.timestamp_ms, "actor": "urn:li:corpuser:datahub"},
+            "description": self.description,
+        }
+
+
+@dataclass(frozen=True)
+class Transaction:
+    """A group of change events written at one instant (Timeline API ``ChangeTransaction``)."""
+
+    timestamp_ms: int
+    sem_ver: str
+    sem_ver_change: str  # MAJOR | MINOR | PATCH | NONE
+    version_stamp: str
+    events: tuple[ChangeEvent, ...]
+    actor: str = "urn:li:corpuser:datahub"
+
+
+@dataclass(frozen=True)
+class AssertionRun:
+    """One assertion run event, as DataHub's ``assertionRunEvent`` timeseries aspect holds it."""
+
+    assertion_urn: str
+    asserted_urn: str
+    timestamp_ms: int
+    result: str  # SUCCESS | FAILURE | ERROR
+    run_id: str = ""
+
+
+@dataclass(frozen=True)
+class Receipt:
+    """What a write did: which aspect of which URN, or why nothing was written."""
+
+    urn: str
+    aspect: str
+    written: bool
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class SearchQuery:
+    """Keys are ANDed. Lists inside one key are ORed. ``name`` is a glob over the dataset name."""
+
+    entity_type: str = "dataset"
+    platforms: tuple[str, ...] = ()
+    name: str | None = None
+    domains: tuple[str, ...] = ()
+    tags: tuple[str, ...] = ()
+    terms: tuple[str, ...] = ()
+    owners: tuple[str, ...] = ()
+    urns: tuple[str, ...] = ()
+
+
+@dataclass
+class CallCounter:
+    """DataHub calls made: one SQL statement on `lite`, one HTTP request on `gms`."""
+
+    calls: int = 0
+    by_kind: dict[str, int] = field(default_factory=dict)
+
+    def add(self, kind: str, n: int = 1) -> None:
+        self.calls += n
+        self.by_kind[kind] = self.by_kind.get(kind, 0) + n

@@ -1,0 +1,124 @@
+"""The demo estate as Dagster assets: raw feeds -> dbt models -> DataHub's own ingestion."""
+
+
+import json
+import shutil
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import dagster as dg
+from dagster_dbt import DagsterDbtTranslator, DbtCliResource, dbt_assets
+
+from upstream_dagster.demo.generator import load_warehouse
+from upstream_dagster.errors import BuildFailed
+from upstream_dagster.settings import Settings
+
+
+class EstateTranslator(DagsterDbtTranslator):
+    def get_group_name(self, dbt_resource_props: Mapping[str, Any]) -> str | None:
+        if dbt_resource_props["resource_type"] == "source":
+            return "raw_feeds"
+        fqn = dbt_resource_props.get("fqn") or []
+        return str(fqn[1]) if len(fqn) > 2 else "dbt"
+
+
+def _source_keys(manifest: Path) -> dict[dg.AssetKey, str]:
+    data = json.loads(manifest.read_text())
+    return {dg.AssetKey([s["source_name"], s["name"]]): s.get("description") or s["name"]
+            for s in data["sources"].values()}
+
+
+def _build_errors(run_results: Path) -> list[str]:
+    if not run_results.exists():
+        return ["dbt wrote no run_results.json"]
+    results = json.loads(run_results.read_text())["results"]
+    return [f"{r['unique_id']}: {(r.get('message') or '').strip()[:300]}" for r in results
+            if r["status"] == "error" and not r["unique_id"].startswith(("test.", "unit_test."))]
+
+
+def _copy(src: Path, dst_dir: Path, *names: str) -> None:
+    dst_dir.mkdir(parents=True, exist_ok=True)
+    for name in names:
+        if (src / name).exists():
+            shutil.copy2(src / name, dst_dir / name)
+
+
+def estate_assets(settings: Settings, manifest: Path) -> list[Any]:
+    translator = EstateTranslator()
+    sources = _source_keys(manifest)
+
+    @dg.multi_asset(
+        name="raw_feeds",
+        specs=[dg.AssetSpec(k, group_name="raw_feeds", description=f"Raw feed: {d}")
+               for k, d in sources.items()],
+        description="Generates the demo's raw shop and vendor feeds into DuckDB from a fixed "
+        "seed, anchored to the one clock (UPSTREAM_CLOCK).",
+    )
+    def raw_feeds(context: dg.AssetExecutionContext) -> Iterator[dg.MaterializeResult]:
+        counts = load_warehouse(settings.warehouse)
+        for key in sorted(context.selected_asset_keys, key=lambda k: k.to_user_string()):
+            table = ".".join(key.path[-2:])
+            yield dg.MaterializeResult(asset_key=key, metadata={"rows": counts.get(table, 0)})
+
+    @dbt_assets(manifest=manifest, dagster_dbt_translator=translator, name="estate_dbt")
+    def estate_dbt(context: dg.AssetExecutionContext, dbt: DbtCliResource) -> Iterator[Any]:
+        invocation = dbt.cli(["build"], context=context, raise_on_error=False)
+        yield from invocation.stream()
+        # Keep this build's run_results: later dbt commands overwrite them.
+        _copy(invocation.target_path, settings.artifacts_dir, "run_results.json")
+        errors = _build_errors(invocation.target_path / "run_results.json")
+        if errors:
+            raise BuildFailed(
+                "dbt build failed on " + "; ".join(errors[:3]),
+                f"fix the model SQL in {settings.dbt_source_dir}/models (the deployed copy is "
+                f"{settings.dbt_project_dir}), then re-run `make demo`")
+
+    @dg.asset(
+        deps=list(estate_dbt.keys), group_name="datahub", kinds={"datahub"},
+        description="Runs DataHub's own dbt source (manifest, catalog, freshness, run results, "
+        "meta_mapping to owners, domains, terms and tags) into the configured DataHub, so the "
+        "graph follows the warehouse. On the embedded DataHub Lite it also links each dbt node "
+        "to its warehouse table as siblings.",
+    )
+    def datahub_metadata(context: dg.AssetExecutionContext,
+                         dbt: DbtCliResource) -> dg.MaterializeResult:
+        return ingest_estate(context, settings, dbt, manifest)
+
+    return [raw_feeds, estate_dbt, datahub_metadata]
+
+
+def ingest_estate(context: dg.AssetExecutionContext, settings: Settings, dbt: DbtCliResource,
+                  manifest: Path) -> dg.MaterializeResult:
+    from upstream_dagster.datahub import open_graph
+    from upstream_dagster.datahub.ingest import ingest_dbt
+    from upstream_dagster.datahub.summary import summarize
+
+    # Freshness before docs: freshness rewrites the manifest without compiled SQL.
+    fresh = dbt.cli(["source", "freshness"], manifest=manifest, raise_on_error=False)
+    fresh.wait()
+    _copy(fresh.target_path, settings.artifacts_dir, "sources.json")
+    docs = dbt.cli(["docs", "generate"], manifest=manifest, raise_on_error=False)
+    docs.wait()
+    if not (docs.target_path / "catalog.json").exists():
+        raise BuildFailed("`dbt docs generate` produced no catalog.json",
+                          "run `dbt docs generate` in the deployed project to see why")
+    _copy(docs.target_path, settings.artifacts_dir, "manifest.json", "catalog.json")
+    report = ingest_dbt(settings, settings.artifacts_dir)
+    context.log.info(report.summary())
+    for warning in report.warnings[:5]:
+        context.log.warning(f"sink warning: {warning}")
+    graph = open_graph(settings)
+    try:
+        summary = summarize(graph)
+    finally:
+        graph.close()
+    lines = "\n".join(summary.lines())
+    return dg.MaterializeResult(metadata={
+        **{k: dg.MetadataValue.int(v) for k, v in summary.as_dict().items()},
+        "records_landed": dg.MetadataValue.int(report.written),
+        "records_dropped": dg.MetadataValue.int(report.dropped),
+        "twin_pairs_linked": dg.MetadataValue.int(report.siblings_linked),
+        "transport": settings.backend,
+        "what DataHub holds": dg.MetadataValue.md(f"```\n{lines}\n```"),
+    })

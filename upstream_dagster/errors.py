@@ -1,0 +1,20 @@
+"""Errors that name what failed and how to fix it."""
+
+from __future__ import annotations
+
+
+class UpstreamError(Exception):
+    """A failure a user can act on: ``str(err)`` says what failed and the fix."""
+
+    def __init__(self, problem: str, fix: str) -> None:
+        self.problem = problem
+        self.fix = fix
+        super().__init__(f"{problem}\n  fix: {fix}")
+
+
+class DataHubUnavailable(UpstreamError):
+    """The configured DataHub (Lite file or GMS) cannot be used."""
+
+
+class BuildFailed(UpstreamError):
+    """dbt or DataHub ingestion failed while building the estate."""

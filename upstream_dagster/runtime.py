@@ -1,0 +1,40 @@
+"""Process setup shared by the CLI and the tests: the Dagster instance lives in the state folder."""
+
+from __future__ import annotations
+
+import os
+
+import dagster as dg
+
+from upstream_dagster.settings import Settings
+
+DAGSTER_YAML = """\
+# Written by Upstream. The embedded default keeps run and event storage in this folder.
+telemetry:
+  enabled: false
+"""
+
+
+def dagster_instance(settings: Settings) -> dg.DagsterInstance:
+    home = settings.dagster_home
+    home.mkdir(parents=True, exist_ok=True)
+    config = home / "dagster.yaml"
+    if not config.exists():
+        config.write_text(DAGSTER_YAML)
+    os.environ["DAGSTER_HOME"] = str(home)
+    return dg.DagsterInstance.get()
+
+
+def failure_message(result: dg.ExecuteInProcessResult) -> str:
+    """The first step failure's own message, without Dagster's wrapping."""
+    for event in result.all_events:
+        if event.is_step_failure and event.step_failure_data is not None:
+            error = event.step_failure_data.error
+            while error is not None and error.cause is not None and (
+                "Error occurred while executing" in error.message
+                or error.cls_name in ("DagsterExecutionStepExecutionError",)
+            ):
+                error = error.cause
+            if error is not None:
+                return f"step {event.step_key} failed: {error.message.strip()}"
+    return "the run failed; open the Dagster UI (`make ui`) to read its log"
