@@ -15,11 +15,16 @@ _lock = threading.Lock()
 _done = False
 
 
-def prepare(sdk_home: Path) -> None:
+def prepare(sdk_home: Path | None = None) -> None:
+    """Call before any SDK import; idempotent. ``sdk_home`` defaults to the settings' one."""
     global _done
     with _lock:
         if _done:
             return
+        if sdk_home is None:
+            from upstream_dagster.settings import load
+
+            sdk_home = load().sdk_home
         os.environ.setdefault("DATAHUB_TELEMETRY_ENABLED", "false")
         sdk_home.mkdir(parents=True, exist_ok=True)
         saved = os.environ.get("HOME")

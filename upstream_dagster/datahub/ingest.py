@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from upstream_dagster.datahub.lite import LiteGraph, dataset_name
+from upstream_dagster.datahub.lite import LiteGraph
 from upstream_dagster.datahub.model import Receipt
 from upstream_dagster.errors import BuildFailed
 from upstream_dagster.settings import Settings
@@ -144,16 +144,19 @@ def ingest_file(settings: Settings, path: Path) -> IngestReport:
 
 
 def link_siblings(graph: LiteGraph) -> list[Receipt]:
-    """Link each dbt node to its warehouse table both ways (primary: the dbt entity)."""
-    dbt = graph.search_prefix("urn:li:dataset:(urn:li:dataPlatform:dbt,")
-    warehouse_prefix = f"urn:li:dataset:(urn:li:dataPlatform:{TARGET_PLATFORM},"
-    by_name = {dataset_name(u): u for u in graph.search_prefix(warehouse_prefix)}
+    """Link each dbt node to its warehouse table both ways (primary: the dbt entity).
+
+    The warehouse URN is the dbt URN on the target platform. A dbt source's raw table may exist
+    only as a reference (in lineage and freshness assertions); it is linked all the same, as a
+    DataHub server would.
+    """
+    dbt_prefix = "urn:li:dataset:(urn:li:dataPlatform:dbt,"
+    dbt = graph.search_prefix(dbt_prefix)
+    twins = {u: f"urn:li:dataset:(urn:li:dataPlatform:{TARGET_PLATFORM},{u[len(dbt_prefix):]}"
+             for u in dbt}
+    current = graph.get_aspects(dbt + list(twins.values()), ["siblings"])
     receipts: list[Receipt] = []
-    current = graph.get_aspects(dbt + list(by_name.values()), ["siblings"])
-    for urn in dbt:
-        twin = by_name.get(dataset_name(urn))
-        if twin is None:
-            continue
+    for urn, twin in twins.items():
         for me, other, primary in ((urn, twin, True), (twin, urn, False)):
             want = {"siblings": [other], "primary": primary}
             if current.get(me, {}).get("siblings") != want:

@@ -111,6 +111,9 @@ class LiteGraph:
         """DataHub Lite's own handle, opened on first write."""
         with self._lock:
             if self._writer is None:
+                from upstream_dagster.datahub import _sdk
+
+                _sdk.prepare()
                 from datahub.lite.lite_util import get_datahub_lite
 
                 self._writer = get_datahub_lite(
@@ -266,7 +269,9 @@ class LiteGraph:
                 assertion_urn=event["assertionUrn"], asserted_urn=event.get("asserteeUrn", ""),
                 timestamp_ms=int(event["timestampMillis"]),
                 result=str((event.get("result") or {}).get("type", "ERROR")),
-                run_id=str(event.get("runId", ""))))
+                run_id=str(event.get("runId", "")),
+                native=tuple(sorted((str(k), str(v)) for k, v in (
+                    (event.get("result") or {}).get("nativeResults") or {}).items()))))
         runs.sort(key=lambda r: (r.timestamp_ms, r.assertion_urn, r.run_id))
         if not latest_only:
             return list(dict.fromkeys(runs))

@@ -79,6 +79,7 @@ class AssertionRun:
     timestamp_ms: int
     result: str  # SUCCESS | FAILURE | ERROR
     run_id: str = ""
+    native: tuple[tuple[str, str], ...] = ()  # nativeResults, e.g. dbt freshness max_loaded_at
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,70 @@
+"""Shared fixtures: the demo estate is built once per session (dbt build + DataHub ingestion on
+the real parts) and each test that changes it gets a file copy of the state folder."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from upstream_dagster import settings as settings_mod
+
+PINNED_CLOCK = "2026-11-29T06:00:00Z"
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _env(state: Path) -> dict[str, str]:
+    return {"UPSTREAM_STATE_DIR": str(state), "UPSTREAM_CLOCK": PINNED_CLOCK,
+            "UPSTREAM_PROJECT_ROOT": str(ROOT)}
+
+
+@pytest.fixture(autouse=True)
+def _no_gms(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Tests choose their backend explicitly; a developer's GMS must never be written to.
+    monkeypatch.delenv("DATAHUB_GMS_URL", raising=False)
+    monkeypatch.delenv("DATAHUB_GMS_TOKEN", raising=False)
+
+
+@pytest.fixture(scope="session")
+def built_estate(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A state folder holding the demo estate built and ingested by the estate_build job."""
+    from upstream_dagster.cli import run_job
+    from upstream_dagster.demo.deploy import deploy_project, prepare_manifest
+
+    state = tmp_path_factory.mktemp("estate") / "state"
+    saved = {k: os.environ.get(k) for k in _env(state)}
+    os.environ.update(_env(state))
+    try:
+        settings = settings_mod.load()
+        deploy_project(settings)
+        prepare_manifest(settings)
+        run_job(settings, "estate_build")
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+    return state
+
+
+@pytest.fixture
+def estate(built_estate: Path, tmp_path: Path,
+           monkeypatch: pytest.MonkeyPatch) -> Iterator[settings_mod.Settings]:
+    """A private copy of the built estate; the test may change it freely."""
+    state = tmp_path / "state"
+    shutil.copytree(built_estate, state, ignore=shutil.ignore_patterns("dagster_home"))
+    for key, value in _env(state).items():
+        monkeypatch.setenv(key, value)
+    yield settings_mod.load()
+
+
+@pytest.fixture
+def shared_estate(built_estate: Path, monkeypatch: pytest.MonkeyPatch) -> settings_mod.Settings:
+    """The session's estate, read-only: for tests that only read DataHub."""
+    for key, value in _env(built_estate).items():
+        monkeypatch.setenv(key, value)
+    return settings_mod.load()

@@ -1,0 +1,1 @@
+"""The pure core: scoring over frozen facts. Imports neither dagster nor datahub."""

@@ -1,0 +1,315 @@
+"""The read path: eight slices of DataHub assembled into one `MetadataContext`.
+
+Slices: asset search, lineage, assertions, schema fields, governance (structured properties,
+domains, tags and incident health), glossary, documentation, ownership. Each slice records the
+transport that answered it and how many calls it took; a slice that had to fall back says so in
+its report and in the log. Reads are batched: the call count does not grow with the estate.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from upstream_dagster.conformance.context import (
+    AssertionFact,
+    AssetFacts,
+    Column,
+    IncidentFact,
+    MetadataContext,
+    SliceReport,
+)
+from upstream_dagster.datahub.edges import field_path
+from upstream_dagster.datahub.lite import dataset_name
+from upstream_dagster.datahub.model import Json, SearchQuery
+from upstream_dagster.datahub.protocol import MetadataGraph
+
+log = logging.getLogger(__name__)
+CONSUMER_TYPES = ("dashboard", "chart")
+
+
+@dataclass
+class _Raw:
+    urns: list[str] = field(default_factory=list)
+    aspects: dict[str, dict[str, Json]] = field(default_factory=lambda: defaultdict(dict))
+    slices: list[SliceReport] = field(default_factory=list)
+
+
+def _platform(urn: str) -> str:
+    marker = "urn:li:dataPlatform:"
+    if marker in urn:
+        rest = urn[urn.index(marker) + len(marker):]
+        return rest.split(",", 1)[0].split(")", 1)[0]
+    return urn.split(":")[2] if urn.count(":") >= 2 else ""
+
+
+def _slice(raw: _Raw, graph: MetadataGraph, name: str, fn: Callable[[], int],
+           empty_reason: str) -> None:
+    before = graph.counter.calls
+    items = fn()
+    fallback = getattr(graph, "last_fallback", None)
+    if fallback:
+        log.warning("slice %s fell back: %s", name, fallback)
+        graph.last_fallback = None  # type: ignore[attr-defined]
+    raw.slices.append(SliceReport(name, graph.transport, graph.counter.calls - before, items,
+                                  fallback, "" if items else empty_reason))
+
+
+def _read_aspects(raw: _Raw, graph: MetadataGraph, names: list[str]) -> int:
+    found = graph.get_aspects(raw.urns, names)
+    for urn, aspects in found.items():
+        raw.aspects[urn].update(aspects)
+    return sum(1 for a in found.values() for n in names if n in a)
+
+
+def read_context(graph: MetadataGraph, as_of_ms: int) -> MetadataContext:
+    raw = _Raw()
+    edges: list[Any] = []
+    assertions: dict[str, list[AssertionFact]] = defaultdict(list)
+    incidents: dict[str, list[IncidentFact]] = defaultdict(list)
+    runs_by_output: dict[str, tuple[int, str]] = {}
+
+    def search() -> int:
+        for kind in ("dataset", *CONSUMER_TYPES):
+            raw.urns.extend(graph.search(SearchQuery(entity_type=kind)))
+        return len(raw.urns)
+
+    def lineage() -> int:
+        edges.extend(graph.lineage_edges())
+        return len(edges)
+
+    def read_assertions() -> int:
+        return _assertions(graph, assertions, runs_by_output)
+
+    def governance() -> int:
+        n = _read_aspects(raw, graph, ["structuredProperties", "domains", "globalTags", "status"])
+        return n + _incidents(graph, incidents)
+
+    _slice(raw, graph, "asset_search", search, "DataHub holds no datasets, dashboards or charts")
+    _slice(raw, graph, "lineage", lineage, "no lineage aspects in DataHub")
+    _slice(raw, graph, "assertions", read_assertions, "no assertions in DataHub")
+    _slice(raw, graph, "schema_fields",
+           lambda: _read_aspects(raw, graph, ["schemaMetadata", "editableSchemaMetadata"]),
+           "no schemaMetadata on any asset")
+    _slice(raw, graph, "governance", governance, "no structured properties, domains or tags")
+    _slice(raw, graph, "glossary", lambda: _read_aspects(raw, graph, ["glossaryTerms"]),
+           "no glossary terms on any asset")
+    _slice(raw, graph, "documentation", lambda: _read_aspects(raw, graph, [
+        "datasetProperties", "editableDatasetProperties", "subTypes", "siblings",
+        "dashboardInfo", "chartInfo", "operation"]), "no documentation aspects")
+    _slice(raw, graph, "ownership", lambda: _read_aspects(raw, graph, ["ownership"]),
+           "no owners anywhere in the graph")
+    return _assemble(raw, edges, assertions, incidents, runs_by_output, as_of_ms,
+                     graph.transport)
+
+
+def _assertions(graph: MetadataGraph, out: dict[str, list[AssertionFact]],
+                runs_by_output: dict[str, tuple[int, str]]) -> int:
+    urns = graph.search(SearchQuery(entity_type="assertion"))
+    infos = graph.get_aspects(urns, ["assertionInfo"])
+    latest = {r.assertion_urn: r for r in graph.assertion_runs()}
+    for urn in urns:
+        info = infos.get(urn, {}).get("assertionInfo")
+        if not info:
+            continue
+        custom = info.get("customAssertion") or {}
+        entity = custom.get("entity") or _assertee(info)
+        if not entity:
+            continue
+        run = latest.get(urn)
+        column = custom.get("field")
+        out[entity].append(AssertionFact(
+            urn=urn, kind=str(custom.get("type") or info.get("type", "")),
+            column=field_path(column) if column else None,
+            last_result=run.result if run else None, last_run_ms=run.timestamp_ms if run else None))
+        loaded = _loaded_ms(dict(run.native)) if run else None
+        if loaded:
+            _note(runs_by_output, entity, loaded, "dbt source freshness (max loaded_at)")
+    for output, ts in _process_runs(graph):
+        _note(runs_by_output, output, ts, "last successful dbt run")
+    return len(urns)
+
+
+def _note(store: dict[str, tuple[int, str]], urn: str, ts: int, source: str) -> None:
+    if ts > store.get(urn, (0, ""))[0]:
+        store[urn] = (ts, source)
+
+
+def _assertee(info: Json) -> str | None:
+    for key in ("datasetAssertion", "freshnessAssertion", "volumeAssertion", "fieldAssertion",
+                "sqlAssertion", "schemaAssertion"):
+        block = info.get(key) or {}
+        entity = block.get("dataset") or block.get("entity")
+        if entity:
+            return str(entity)
+    return None
+
+
+def _loaded_ms(native: dict[str, str]) -> int | None:
+    """When a feed's data last arrived, as dbt's freshness check measured it."""
+    value = native.get("max_loaded_at")
+    if not value:
+        return None
+    try:
+        stamp = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if stamp.tzinfo is None:
+        stamp = stamp.replace(tzinfo=UTC)
+    return int(stamp.timestamp() * 1000)
+
+
+def _process_runs(graph: MetadataGraph) -> Iterable[tuple[str, int]]:
+    urns = graph.search(SearchQuery(entity_type="dataProcessInstance"))
+    found = graph.get_aspects(urns, ["dataProcessInstanceOutput", "dataProcessInstanceRunEvent"])
+    for aspects in found.values():
+        event = aspects.get("dataProcessInstanceRunEvent") or {}
+        if (event.get("result") or {}).get("type") != "SUCCESS":
+            continue
+        for output in (aspects.get("dataProcessInstanceOutput") or {}).get("outputs", []):
+            yield str(output), int(event.get("timestampMillis", 0))
+
+
+def _incidents(graph: MetadataGraph, out: dict[str, list[IncidentFact]]) -> int:
+    urns = graph.search(SearchQuery(entity_type="incident"))
+    infos = graph.get_aspects(urns, ["incidentInfo"])
+    for urn in urns:
+        info = infos.get(urn, {}).get("incidentInfo")
+        if not info:
+            continue
+        status = info.get("status") or {}
+        fact = IncidentFact(urn=urn, state=str(status.get("state", "ACTIVE")),
+                            created_ms=int((info.get("created") or {}).get("time", 0)),
+                            incident_type=str(info.get("type", "")),
+                            title=str(info.get("title", "")))
+        for entity in info.get("entities", []):
+            out[str(entity)].append(fact)
+    return len(urns)
+
+
+def _primaries(raw: _Raw) -> dict[str, str]:
+    """Secondary twin -> primary (the dbt entity), from the siblings aspects."""
+    out: dict[str, str] = {}
+    for urn in raw.urns:
+        sib = raw.aspects.get(urn, {}).get("siblings")
+        if sib and not sib.get("primary", False) and sib.get("siblings"):
+            out[urn] = str(sib["siblings"][0])
+    return out
+
+
+def _column(f: Json, editable: Json) -> Column:
+    terms = [t["urn"] for t in (f.get("glossaryTerms") or {}).get("terms", [])]
+    terms += [t["urn"] for t in (editable.get("glossaryTerms") or {}).get("terms", [])]
+    tags = [t["tag"] for t in (f.get("globalTags") or {}).get("tags", [])]
+    tags += [t["tag"] for t in (editable.get("globalTags") or {}).get("tags", [])]
+    return Column(path=str(f["fieldPath"]), native_type=str(f.get("nativeDataType", "")),
+                  description=str(editable.get("description") or f.get("description") or ""),
+                  terms=tuple(sorted(set(terms))), tags=tuple(sorted(set(tags))))
+
+
+def _columns(aspects: Json) -> tuple[Column, ...]:
+    editable = {e["fieldPath"]: e for e in (aspects.get("editableSchemaMetadata") or {}).get(
+        "editableSchemaFieldInfo", [])}
+    fields = (aspects.get("schemaMetadata") or {}).get("fields", [])
+    return tuple(_column(f, editable.get(f["fieldPath"], {})) for f in fields)
+
+
+def _union(values: Iterable[Iterable[str]]) -> tuple[str, ...]:
+    return tuple(sorted({v for group in values for v in group}))
+
+
+def _facts_of(urn: str, a: Json) -> dict[str, Any]:
+    props = a.get("datasetProperties") or {}
+    info = a.get("dashboardInfo") or a.get("chartInfo") or {}
+    description = ((a.get("editableDatasetProperties") or {}).get("description")
+                   or props.get("description") or info.get("description") or "")
+    structured = tuple(sorted(
+        (str(p["propertyUrn"]), tuple(str(next(iter(v.values()))) for v in p.get("values", [])))
+        for p in (a.get("structuredProperties") or {}).get("properties", [])))
+    updated = max([int((a.get("operation") or {}).get("lastUpdatedTimestamp", 0)),
+                   int((props.get("lastModified") or {}).get("time", 0))])
+    return {
+        "description": str(description).strip(),
+        "owners": [o["owner"] for o in (a.get("ownership") or {}).get("owners", [])],
+        "domains": list((a.get("domains") or {}).get("domains", [])),
+        "tags": [t["tag"] for t in (a.get("globalTags") or {}).get("tags", [])],
+        "terms": [t["urn"] for t in (a.get("glossaryTerms") or {}).get("terms", [])],
+        "subtypes": list((a.get("subTypes") or {}).get("typeNames", [])),
+        "structured": structured, "columns": _columns(a), "updated": updated,
+        "title": str(info.get("title") or ""),
+        "properties": tuple(sorted((str(k), str(v)) for k, v in
+                                   (props.get("customProperties") or {}).items())),
+    }
+
+
+def _assemble(raw: _Raw, edges: list[Any], assertions: dict[str, list[AssertionFact]],
+              incidents: dict[str, list[IncidentFact]],
+              runs_by_output: dict[str, tuple[int, str]], as_of_ms: int,
+              transport: str) -> MetadataContext:
+    secondary = _primaries(raw)
+    groups: dict[str, list[str]] = defaultdict(list)
+    for urn in dict.fromkeys(raw.urns):
+        groups[secondary.get(urn, urn)].append(urn)
+    for urn, primary in secondary.items():
+        if urn not in groups[primary]:
+            groups[primary].append(urn)
+
+    def prime(urn: str) -> str:
+        return secondary.get(urn, urn)
+
+    ups: dict[str, set[str]] = defaultdict(set)
+    downs: dict[str, set[str]] = defaultdict(set)
+    column_edges: set[tuple[str, str]] = set()
+    for e in edges:
+        up, down = prime(e.upstream), prime(e.downstream)
+        if up != down:
+            ups[down].add(up)
+            downs[up].add(down)
+        for c in e.columns:
+            column_edges.add((_reroot(c.upstream_field, prime), _reroot(c.downstream_field, prime)))
+
+    assets = []
+    for primary, members in sorted(groups.items()):
+        facts = [_facts_of(u, raw.aspects.get(u, {})) for u in [primary, *members]]
+        main = facts[0]
+        columns = main["columns"] or next((f["columns"] for f in facts if f["columns"]), ())
+        fresh = [runs_by_output[u] for u in [primary, *members] if u in runs_by_output]
+        fresh += [(f["updated"], "DataHub lastModified/operation") for f in facts if f["updated"]]
+        last = max(fresh) if fresh else (None, "")
+        kind = primary.split(":")[2]
+        assets.append(AssetFacts(
+            urn=primary, entity_type=kind, platform=_platform(primary),
+            name=main["title"] or dataset_name(primary),
+            twins=tuple(sorted(set(members) - {primary})),
+            subtypes=_union(f["subtypes"] for f in facts),
+            description=main["description"] or next(
+                (f["description"] for f in facts if f["description"]), ""),
+            columns=columns, owners=_union(f["owners"] for f in facts),
+            domains=_union(f["domains"] for f in facts), tags=_union(f["tags"] for f in facts),
+            terms=_union(f["terms"] for f in facts),
+            structured_properties=main["structured"] or next(
+                (f["structured"] for f in facts if f["structured"]), ()),
+            assertions=tuple(sorted({a for u in [primary, *members] for a in assertions.get(u, [])},
+                                    key=lambda a: a.urn)),
+            incidents=tuple(sorted({i for u in [primary, *members] for i in incidents.get(u, [])},
+                                   key=lambda i: i.urn)),
+            last_updated_ms=last[0], last_updated_source=last[1],
+            upstreams=tuple(sorted(ups.get(primary, ()))),
+            downstreams=tuple(sorted(downs.get(primary, ()))),
+            properties=main["properties"],
+        ))
+    return MetadataContext(as_of_ms=as_of_ms, transport=transport, assets=tuple(assets),
+                           slices=tuple(raw.slices), column_edges=tuple(sorted(column_edges)))
+
+
+def _reroot(field_urn: str, prime: Callable[[str], str]) -> str:
+    from upstream_dagster.datahub.edges import field_dataset
+
+    dataset = field_dataset(field_urn)
+    if not dataset:
+        return field_urn
+    return f"urn:li:schemaField:({prime(dataset)},{field_path(field_urn)})"
