@@ -47,9 +47,10 @@ def dataset_name(urn: str) -> str:
 
 
 def name_matches(urn: str, pattern: str) -> bool:
-    """Glob over the dataset name: a pattern with a dot matches the full name, else its last part."""
-    name = dataset_name(urn).lower()
-    target = name if "." in pattern else name.rsplit(".", 1)[-1]
+    """Glob over the dataset name's trailing parts: `fct_*` matches the table name,
+    `marts.fct_*` the schema and table, `warehouse.marts.fct_*` all three."""
+    parts = pattern.count(".") + 1
+    target = ".".join(dataset_name(urn).lower().split(".")[-parts:])
     return fnmatch.fnmatchcase(target, pattern.lower())
 
 

@@ -1,0 +1,44 @@
+"""The read path: eight slices, each reporting its transport, merged into one MetadataContext."""
+
+from __future__ import annotations
+
+from upstream_dagster.datahub import open_graph
+from upstream_dagster.datahub.readpath import read_context
+from upstream_dagster.settings import Settings
+
+DBT = "urn:li:dataset:(urn:li:dataPlatform:dbt,warehouse.{},PROD)"
+
+SLICES = ["asset_search", "lineage", "assertions", "schema_fields", "governance", "glossary",
+          "documentation", "ownership"]
+
+
+def test_eight_slices_report_their_transport_and_calls(shared_estate: Settings) -> None:
+    graph = open_graph(shared_estate)
+    try:
+        ctx = read_context(graph, as_of_ms=0)
+    finally:
+        graph.close()
+    assert [s.name for s in ctx.slices] == SLICES
+    assert all(s.transport == "lite" and s.fallback is None and s.calls >= 1 for s in ctx.slices)
+    assert ctx.calls == graph.counter.calls <= 20
+    # an empty slice names its reason instead of a silent zero
+    assert all(s.items or s.note for s in ctx.slices)
+
+
+def test_twins_are_one_asset_named_by_the_dbt_entity(shared_estate: Settings) -> None:
+    graph = open_graph(shared_estate)
+    try:
+        ctx = read_context(graph, as_of_ms=0)
+    finally:
+        graph.close()
+    revenue = ctx.by_urn[DBT.format("marts.agg_daily_revenue")]
+    assert revenue.twins == (DBT.format("marts.agg_daily_revenue").replace("dbt,", "duckdb,"),)
+    assert revenue.upstreams == (DBT.format("marts.fct_orders"),)
+    assert "urn:li:dashboard:(dbt,exposure.upstream_demo.revenue_dashboard)" in revenue.downstreams
+    assert revenue.owners == ("urn:li:corpuser:alice",)
+    assert revenue.last_updated_source == "last successful dbt run"
+    assert len(ctx.datasets()) == 50 and not any("duckdb" in a.urn for a in ctx.datasets())
+    raw = ctx.by_urn[DBT.format("vendor.discounts")]
+    assert raw.last_updated_source.startswith("dbt source freshness")
+    assert raw.downstreams == (DBT.format("staging.stg_vendor_discounts"),)
+    assert any(a.kind == "dbt Freshness" for a in raw.assertions)
