@@ -287,7 +287,7 @@ class LiteGraph:
 
         try:
             mcp = build_mcp(urn, aspect, value)
-        except (KeyError, ValueError, TypeError) as exc:
+        except (KeyError, ValueError, TypeError, AttributeError) as exc:
             return Receipt(urn, aspect, False, f"not a valid {aspect} aspect: {exc}")
         with self._lock:
             self.counter.add("write")
