@@ -68,10 +68,23 @@ def prepare_manifest(settings: Settings) -> Path:
     return manifest_path(settings)
 
 
+def _stale(manifest: Path, project: Path) -> bool:
+    if not manifest.exists():
+        return True
+    built = manifest.stat().st_mtime
+    sources = [p for pattern in ("*.sql", "*.yml") for p in project.rglob(pattern)
+               if "target" not in p.relative_to(project).parts]
+    return any(p.stat().st_mtime > built for p in sources)
+
+
 def ensure_ready(settings: Settings) -> Path:
-    """Deploy and parse only when needed: the code location calls this on every load."""
+    """Deploy, and parse when the manifest is missing or older than the project's files.
+
+    The code location calls this on every load, so an edit to the deployed project (a patch from
+    remediation, a new model) is picked up by the next run.
+    """
     deploy_project(settings)
     manifest = manifest_path(settings)
-    if not manifest.exists():
+    if _stale(manifest, settings.dbt_project_dir):
         prepare_manifest(settings)
     return manifest

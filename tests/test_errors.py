@@ -1,0 +1,60 @@
+"""Each way the foundation can fail ends in one message that names the cause and the fix."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from upstream_dagster.cli import run_job
+from upstream_dagster.datahub.lite import LiteGraph
+from upstream_dagster.errors import DataHubUnavailable, UpstreamError
+from upstream_dagster.settings import Settings
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def upstream(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "upstream_dagster.cli", *args], cwd=ROOT,
+                          env={**os.environ, **env}, capture_output=True, text=True, timeout=300)
+
+
+def test_missing_lite_file_says_to_run_make_demo(tmp_path: Path) -> None:
+    with pytest.raises(DataHubUnavailable) as err:
+        LiteGraph(tmp_path / "nope.sqlite")
+    assert "does not exist" in err.value.problem and "make demo" in err.value.fix
+    done = upstream("summary", env={"UPSTREAM_STATE_DIR": str(tmp_path)})
+    assert done.returncode == 1
+    assert "does not exist" in done.stderr and "make demo" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_corrupt_lite_file_names_the_file_and_how_to_rebuild(tmp_path: Path) -> None:
+    bad = tmp_path / "datahub-lite.sqlite"
+    bad.write_bytes(b"this is not a database" * 100)
+    with pytest.raises(DataHubUnavailable) as err:
+        LiteGraph(bad)
+    assert str(bad) in err.value.problem and "make demo" in err.value.fix
+    done = upstream("summary", env={"UPSTREAM_STATE_DIR": str(tmp_path)})
+    assert done.returncode == 1 and "not a readable DataHub Lite database" in done.stderr
+
+
+def test_unreachable_gms_names_the_url_and_the_settings(tmp_path: Path) -> None:
+    url = "http://127.0.0.1:9"  # the discard port: nothing listens there
+    done = upstream("summary", env={"UPSTREAM_STATE_DIR": str(tmp_path), "DATAHUB_GMS_URL": url})
+    assert done.returncode == 1, done.stdout
+    assert url in done.stderr and "DATAHUB_GMS_URL" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_failing_dbt_build_names_the_model_and_the_fix(estate: Settings) -> None:
+    broken = estate.dbt_project_dir / "models" / "marts" / "fct_broken.sql"
+    broken.write_text("select no_such_column from {{ ref('stg_orders') }}\n")
+    with pytest.raises(UpstreamError) as err:
+        run_job(estate, "estate_refresh")
+    assert "fct_broken" in err.value.problem and "no_such_column" in err.value.problem
+    assert "dbt build failed" in err.value.problem
+    assert "fix the model SQL" in err.value.problem or "models" in err.value.fix

@@ -1,0 +1,257 @@
+"""The `gms` backend: a real DataHub over acryl-datahub's `DataHubGraph`.
+
+Aspects come in batches from OpenAPI v3 ``batchGet``; search pages through GraphQL
+``scrollAcrossEntities``; downstream lineage through ``scrollAcrossLineage``; the timeline from
+``/openapi/v2/timeline/v1``. Every HTTP request counts as one DataHub call. Where GMS cannot
+answer exactly what Lite answers (lineage as of a past instant), the backend says so in
+``last_fallback`` and the read path logs it.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+from collections.abc import Iterator, Sequence
+from typing import Any
+from urllib.parse import quote
+
+from upstream_dagster.datahub import edges as edge_parse
+from upstream_dagster.datahub.lite import name_matches
+from upstream_dagster.datahub.model import (
+    AspectVersion,
+    AssertionRun,
+    CallCounter,
+    ChangeEvent,
+    Json,
+    LineageEdge,
+    Receipt,
+    SearchQuery,
+    Transaction,
+)
+from upstream_dagster.datahub.timeline import ALL_CATEGORIES
+from upstream_dagster.errors import DataHubUnavailable
+
+log = logging.getLogger(__name__)
+BATCH = 100  # URNs per batchGet request
+PAGE = 1000  # results per GraphQL scroll page
+ENTITY_TYPES = {"dataset": "DATASET", "dashboard": "DASHBOARD", "chart": "CHART",
+                "assertion": "ASSERTION", "incident": "INCIDENT", "dataJob": "DATA_JOB",
+                "dataProcessInstance": "DATA_PROCESS_INSTANCE"}
+SEARCH = """query upstreamSearch($input: ScrollAcrossEntitiesInput!) {
+  scrollAcrossEntities(input: $input) { nextScrollId count total
+    searchResults { entity { urn type } } } }"""
+LINEAGE = """query upstreamLineage($input: ScrollAcrossLineageInput!) {
+  scrollAcrossLineage(input: $input) { nextScrollId count total
+    searchResults { degree entity { urn type } } } }"""
+RUN_EVENTS = """query upstreamAssertionRuns($urns: [String!]!, $limit: Int, $start: Long) {
+  entities(urns: $urns) { urn ... on Assertion {
+    runEvents(status: COMPLETE, limit: $limit, startTimeMillis: $start) { runEvents {
+      timestampMillis runId asserteeUrn assertionUrn
+      result { type nativeResults { key value } } } } } } }"""
+
+
+def _entity_type(urn: str) -> str:
+    return urn.split(":")[2]
+
+
+def _chunks(items: Sequence[str], size: int) -> Iterator[Sequence[str]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+class GmsGraph:
+    transport = "gms"
+
+    def __init__(self, url: str, token: str | None = None, *, timeout_sec: float = 15) -> None:
+        from datahub.ingestion.graph.client import DataHubGraph, DatahubClientConfig
+
+        self.url = url.rstrip("/")
+        self.counter = CallCounter()
+        self.last_fallback: str | None = None
+        self._graph = DataHubGraph(DatahubClientConfig(
+            server=self.url, token=token, timeout_sec=timeout_sec, retry_max_times=0))
+        try:
+            self._graph.test_connection()
+        except Exception as exc:  # noqa: BLE001 - the SDK raises many types for one cause
+            first = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else type(exc)
+            raise DataHubUnavailable(
+                f"cannot reach DataHub GMS at {self.url} ({first})",
+                "check that GMS is running and DATAHUB_GMS_URL points at it (for example "
+                "http://localhost:8080), set DATAHUB_GMS_TOKEN if authentication is on, or "
+                "unset DATAHUB_GMS_URL to use the embedded DataHub Lite") from exc
+        self._graph._session.hooks["response"].append(self._count)
+
+    def _count(self, response: Any, *args: Any, **kwargs: Any) -> Any:
+        self.counter.add(response.request.method.lower())
+        return response
+
+    # -- HTTP helpers ---------------------------------------------------------------------
+    def _gql(self, query: str, variables: Json) -> Json:
+        result: Json = self._graph.execute_graphql(query, variables=variables)
+        return result
+
+    def _scroll(self, query: str, field: str, variables: Json) -> Iterator[Json]:
+        scroll_id: str | None = None
+        while True:
+            payload = dict(variables["input"], scrollId=scroll_id, count=PAGE)
+            page = self._gql(query, {"input": payload})[field]
+            yield from page.get("searchResults") or []
+            scroll_id = page.get("nextScrollId")
+            if not scroll_id:
+                return
+
+    # -- aspects --------------------------------------------------------------------------
+    def get_aspects(self, urns: Sequence[str], aspects: Sequence[str]
+                    ) -> dict[str, dict[str, Json]]:
+        out: dict[str, dict[str, Json]] = {}
+        by_type: dict[str, list[str]] = defaultdict(list)
+        for urn in dict.fromkeys(urns):
+            by_type[_entity_type(urn)].append(urn)
+        for kind, group in by_type.items():
+            for chunk in _chunks(group, BATCH):
+                body = [{"urn": u, "aspectNames": list(aspects)} for u in chunk]
+                response = self._graph._session.post(
+                    f"{self.url}/openapi/v3/entity/{kind.lower()}/batchGet",
+                    params={"systemMetadata": "false"}, json=body)
+                response.raise_for_status()
+                for item in response.json():
+                    found = item.get("aspects") or item
+                    for name in aspects:
+                        if isinstance(found.get(name), dict):
+                            value = found[name].get("value", found[name])
+                            out.setdefault(item["urn"], {})[name] = value
+        return out
+
+    def aspect_history(self, urn: str, aspect: str) -> list[AspectVersion]:
+        from datahub.emitter.aspect import ASPECT_MAP
+
+        self.last_fallback = "gms aspect history is read version by version; times unknown"
+        versions: list[AspectVersion] = []
+        for version in range(1, 51):
+            value = self._graph.get_aspect(urn, ASPECT_MAP[aspect], version=version)
+            if value is None:
+                break
+            versions.append(AspectVersion(version, 0, value.to_obj()))
+        return versions
+
+    # -- search ---------------------------------------------------------------------------
+    def search(self, query: SearchQuery) -> list[str]:
+        rules: list[Json] = []
+        for field, values in (("platform", [f"urn:li:dataPlatform:{p}" for p in query.platforms]),
+                              ("domains", query.domains), ("tags", query.tags),
+                              ("glossaryTerms", query.terms), ("owners", query.owners),
+                              ("urn", query.urns)):
+            if values:
+                rules.append({"field": field, "values": list(values), "condition": "EQUAL"})
+        payload: Json = {"types": [ENTITY_TYPES.get(query.entity_type,
+                                                    query.entity_type.upper())], "query": "*"}
+        if rules:
+            payload["orFilters"] = [{"and": rules}]
+        urns = [r["entity"]["urn"] for r in self._scroll(SEARCH, "scrollAcrossEntities",
+                                                         {"input": payload})]
+        if query.name:
+            urns = [u for u in urns if name_matches(u, query.name)]
+        return sorted(dict.fromkeys(urns))
+
+    # -- lineage --------------------------------------------------------------------------
+    def lineage_edges(self, as_of_ms: int | None = None) -> list[LineageEdge]:
+        if as_of_ms is not None:
+            self.last_fallback = ("gms lineage as of a past instant is not kept by GMS; the "
+                                  "latest lineage aspects were read")
+        urns: list[str] = []
+        for kind in ("dataset", "chart", "dashboard", "dataJob"):
+            urns.extend(self.search(SearchQuery(entity_type=kind)))
+        found = self.get_aspects(urns, edge_parse.LINEAGE_ASPECTS)
+        return edge_parse.edges_from_rows(
+            (u, a, v) for u, aspects in found.items() for a, v in aspects.items())
+
+    def lineage(self, urns: Sequence[str], direction: str, as_of_ms: int | None = None
+                ) -> list[LineageEdge]:
+        if direction == "upstream":
+            if as_of_ms is not None:
+                self.last_fallback = "gms upstream lineage as of a past instant: latest aspects"
+            found = self.get_aspects(urns, edge_parse.LINEAGE_ASPECTS)
+            return edge_parse.edges_from_rows(
+                (u, a, v) for u, aspects in found.items() for a, v in aspects.items())
+        if direction != "downstream":
+            raise ValueError(f"direction must be 'upstream' or 'downstream', not {direction!r}")
+        edges: list[LineageEdge] = []
+        for urn in urns:
+            payload: Json = {"urn": urn, "direction": "DOWNSTREAM", "query": "*",
+                             "orFilters": [{"and": [{"field": "degree", "values": ["1"]}]}]}
+            if as_of_ms is not None:
+                payload["lineageFlags"] = {"endTimeMillis": as_of_ms}
+            for result in self._scroll(LINEAGE, "scrollAcrossLineage", {"input": payload}):
+                edges.append(LineageEdge(urn, result["entity"]["urn"], "scrollAcrossLineage"))
+        return edges
+
+    # -- timeline -------------------------------------------------------------------------
+    def timeline(self, urn: str, categories: Sequence[str] = ALL_CATEGORIES,
+                 start_ms: int | None = None, end_ms: int | None = None) -> list[Transaction]:
+        params: list[tuple[str, str]] = [("categories", c) for c in categories]
+        if start_ms is not None:
+            params.append(("startTime", str(start_ms)))
+        if end_ms is not None:
+            params.append(("endTime", str(end_ms)))
+        response = self._graph._session.get(
+            f"{self.url}/openapi/v2/timeline/v1/{quote(urn, safe='')}", params=params)
+        response.raise_for_status()
+        return [_transaction(urn, t) for t in response.json()]
+
+    # -- assertions -----------------------------------------------------------------------
+    def assertion_runs(self, asserted_urns: Sequence[str] | None = None,
+                       since_ms: int | None = None, latest_only: bool = True
+                       ) -> list[AssertionRun]:
+        assertions = self.search(SearchQuery(entity_type="assertion"))
+        runs: list[AssertionRun] = []
+        for chunk in _chunks(assertions, BATCH):
+            data = self._gql(RUN_EVENTS, {"urns": list(chunk), "limit": 1 if latest_only else 100,
+                                          "start": since_ms})
+            for entity in data.get("entities") or []:
+                for e in ((entity or {}).get("runEvents") or {}).get("runEvents") or []:
+                    if asserted_urns is not None and e.get("asserteeUrn") not in asserted_urns:
+                        continue
+                    if since_ms is not None and int(e["timestampMillis"]) <= since_ms:
+                        continue
+                    result = e.get("result") or {}
+                    runs.append(AssertionRun(
+                        e["assertionUrn"], e.get("asserteeUrn", ""), int(e["timestampMillis"]),
+                        str(result.get("type", "ERROR")), str(e.get("runId", "")),
+                        tuple(sorted((kv["key"], str(kv["value"]))
+                                     for kv in result.get("nativeResults") or []))))
+        runs.sort(key=lambda r: (r.timestamp_ms, r.assertion_urn, r.run_id))
+        if latest_only:
+            latest = {r.assertion_urn: r for r in runs}
+            return sorted(latest.values(), key=lambda r: (r.timestamp_ms, r.assertion_urn))
+        return runs
+
+    # -- writes ---------------------------------------------------------------------------
+    def write_aspect(self, urn: str, aspect: str, value: Json) -> Receipt:
+        from upstream_dagster.datahub.mcp import build_mcp
+
+        try:
+            mcp = build_mcp(urn, aspect, value)
+        except (KeyError, ValueError, TypeError, AttributeError) as exc:
+            return Receipt(urn, aspect, False, f"not a valid {aspect} aspect: {exc}")
+        self._graph.emit_mcp(mcp)
+        # A write is reported only once it reads back.
+        back = self.get_aspects([urn], [aspect]).get(urn, {}).get(aspect)
+        if back is None:
+            return Receipt(urn, aspect, False, "GMS accepted the write but it did not read back")
+        return Receipt(urn, aspect, True, "written to DataHub GMS and read back")
+
+    def close(self) -> None:
+        self._graph.close()
+
+
+def _transaction(urn: str, raw: Json) -> Transaction:
+    events = tuple(ChangeEvent(
+        entity_urn=str(e.get("entityUrn", urn)), category=str(e.get("category", "")),
+        operation=str(e.get("operation", "")), modifier=e.get("modifier"),
+        parameters=dict(e.get("parameters") or {}), description=str(e.get("description", "")),
+        timestamp_ms=int((e.get("auditStamp") or {}).get("time", raw.get("timestamp", 0))))
+        for e in raw.get("changeEvents") or [])
+    return Transaction(timestamp_ms=int(raw.get("timestamp", 0)), sem_ver=str(raw.get("semVer",
+                       "")), sem_ver_change=str(raw.get("semVerChange", "NONE")),
+                       version_stamp=str(raw.get("versionStamp", "")), events=events,
+                       actor=str(raw.get("actor", "")))
