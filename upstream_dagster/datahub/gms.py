@@ -69,7 +69,8 @@ class GmsGraph:
         self.counter = CallCounter()
         self.last_fallback: str | None = None
         self._graph = DataHubGraph(DatahubClientConfig(
-            server=self.url, token=token, timeout_sec=timeout_sec, retry_max_times=0))
+            server=self.url, token=token, timeout_sec=timeout_sec, retry_max_times=0,
+            openapi_ingestion=False))
         try:
             self._graph.test_connection()
         except Exception as exc:  # noqa: BLE001 - the SDK raises many types for one cause
