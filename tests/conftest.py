@@ -17,8 +17,11 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def _env(state: Path) -> dict[str, str]:
-    return {"UPSTREAM_STATE_DIR": str(state), "UPSTREAM_CLOCK": PINNED_CLOCK,
-            "UPSTREAM_PROJECT_ROOT": str(ROOT)}
+    return {
+        "UPSTREAM_STATE_DIR": str(state),
+        "UPSTREAM_CLOCK": PINNED_CLOCK,
+        "UPSTREAM_PROJECT_ROOT": str(ROOT),
+    }
 
 
 @pytest.fixture(autouse=True)
@@ -52,8 +55,9 @@ def built_estate(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture
-def estate(built_estate: Path, tmp_path: Path,
-           monkeypatch: pytest.MonkeyPatch) -> Iterator[settings_mod.Settings]:
+def estate(
+    built_estate: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[settings_mod.Settings]:
     """A private copy of the built estate; the test may change it freely."""
     state = tmp_path / "state"
     shutil.copytree(built_estate, state, ignore=shutil.ignore_patterns("dagster_home"))

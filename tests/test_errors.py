@@ -18,8 +18,14 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def upstream(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "upstream_dagster.cli", *args], cwd=ROOT,
-                          env={**os.environ, **env}, capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "upstream_dagster.cli", *args],
+        cwd=ROOT,
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 def test_missing_lite_file_says_to_run_make_demo(tmp_path: Path) -> None:

@@ -31,8 +31,10 @@ def test_the_estate_is_a_real_company_shaped_dbt_project(shared_estate: Settings
     assert len(models) >= 30 and len(tests) >= 20
     assert {"stg", "int", "fct", "dim", "agg"} <= layers
     assert len(manifest["exposures"]) >= 3
-    assert any(s.get("freshness", {}).get("error_after", {}).get("count")
-               for s in manifest["sources"].values())
+    assert any(
+        s.get("freshness", {}).get("error_after", {}).get("count")
+        for s in manifest["sources"].values()
+    )
     # meta is deliberately patchy: the dial needs real gaps to find
     with_owner = [m for m in models if m.get("meta", {}).get("owner")]
     assert 0 < len(with_owner) < len(models)
@@ -62,8 +64,11 @@ def test_reingesting_keeps_the_figures_and_reports_no_change(estate: Settings) -
     graph = LiteGraph(estate.lite_file)
     try:
         assert summarize(graph) == before
-        advanced = [u for u in graph.search_prefix("urn:li:dataset:")
-                    if len(graph.aspect_history(u, "glossaryTerms")) > 1]
+        advanced = [
+            u
+            for u in graph.search_prefix("urn:li:dataset:")
+            if len(graph.aspect_history(u, "glossaryTerms")) > 1
+        ]
         assert advanced, "DataHub's own ingestion re-stamps glossary terms on every run"
         changed = {u: graph.timeline(u, start_ms=since) for u in advanced}
         assert not any(changed.values()), changed
@@ -79,21 +84,25 @@ def test_vendor_rename_is_silent_and_the_timeline_shows_it(estate: Settings) -> 
     run_job(estate, "estate_refresh")  # stays green: the staging macro emits a typed NULL
 
     with duckdb.connect(str(estate.warehouse), read_only=True) as con:
-        (discounts,) = con.execute("SELECT sum(discount_total) FROM marts.agg_daily_revenue"
-                                   ).fetchone()
+        (discounts,) = con.execute(
+            "SELECT sum(discount_total) FROM marts.agg_daily_revenue"
+        ).fetchone()
     assert discounts == 0  # the revenue mart is silently wrong
 
     graph = LiteGraph(estate.lite_file)
     try:
         txs = graph.timeline(RAW, ["TECHNICAL_SCHEMA"], start_ms=before_ms)
         assert [[(e.operation, e.parameters["fieldPath"]) for e in t.events] for t in txs] == [
-            [("REMOVE", "discount_amt"), ("ADD", "discount_amount")]]
+            [("REMOVE", "discount_amt"), ("ADD", "discount_amount")]
+        ]
         edge = (field(RAW, "discount_amt"), field(STAGING, "discount_amt"))
 
         def column_edges(as_of: int | None) -> set[tuple[str, str]]:
-            return {(c.upstream_field, c.downstream_field)
-                    for e in graph.lineage([STAGING], "upstream", as_of_ms=as_of)
-                    for c in e.columns}
+            return {
+                (c.upstream_field, c.downstream_field)
+                for e in graph.lineage([STAGING], "upstream", as_of_ms=as_of)
+                for c in e.columns
+            }
 
         assert edge in column_edges(before_ms)  # lineage as it stood before the symptom
         assert edge not in column_edges(None)  # the broken column lost its edge

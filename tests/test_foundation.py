@@ -20,30 +20,48 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def test_workspace_loads_with_dbt_and_ingest_assets(shared_estate: Settings) -> None:
     env = {**os.environ, "UPSTREAM_STATE_DIR": str(shared_estate.state_dir)}
-    done = subprocess.run([str(Path(sys.executable).with_name("dagster")), "definitions",
-                           "validate", "-w", "workspace.yaml"], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [
+            str(Path(sys.executable).with_name("dagster")),
+            "definitions",
+            "validate",
+            "-w",
+            "workspace.yaml",
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     from upstream_dagster.definitions import build
 
     defs = build(shared_estate)
     keys = {k.to_user_string() for k in defs.resolve_all_asset_keys()}
-    assert {"datahub_metadata", "agg_daily_revenue", "stg_vendor_discounts",
-            "vendor/discounts"} <= keys
+    assert {
+        "datahub_metadata",
+        "agg_daily_revenue",
+        "stg_vendor_discounts",
+        "vendor/discounts",
+    } <= keys
     assert {j.name for j in defs.resolve_all_job_defs()} >= {"estate_build", "estate_refresh"}
 
 
 def test_importing_and_using_datahub_never_writes_to_home(tmp_path: Path) -> None:
     home, state = tmp_path / "home", tmp_path / "state"
     home.mkdir()
-    script = ("from upstream_dagster.datahub import open_graph\n"
-              "g = open_graph(create=True)\n"
-              "print(g.write_aspect('urn:li:tag:x', 'tagKey', {'name': 'x'}))\n"
-              "g.close()\n")
+    script = (
+        "from upstream_dagster.datahub import open_graph\n"
+        "g = open_graph(create=True)\n"
+        "print(g.write_aspect('urn:li:tag:x', 'tagKey', {'name': 'x'}))\n"
+        "g.close()\n"
+    )
     env = {**os.environ, "HOME": str(home), "UPSTREAM_STATE_DIR": str(state)}
     env.pop("DATAHUB_GMS_URL", None)
-    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
-                          text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 0, done.stderr
     assert "written=True" in done.stdout
     assert list(home.iterdir()) == []
@@ -53,8 +71,9 @@ def test_importing_and_using_datahub_never_writes_to_home(tmp_path: Path) -> Non
 def _digest(warehouse: Path) -> str:
     digest = hashlib.sha256()
     with duckdb.connect(str(warehouse), read_only=True) as con:
-        tables = con.execute("SELECT table_schema, table_name FROM information_schema.tables "
-                             "ORDER BY 1, 2").fetchall()
+        tables = con.execute(
+            "SELECT table_schema, table_name FROM information_schema.tables ORDER BY 1, 2"
+        ).fetchall()
         for schema, table in tables:
             for row in con.execute(f"SELECT * FROM {schema}.{table} ORDER BY ALL").fetchall():
                 digest.update(repr(row).encode())
@@ -70,7 +89,8 @@ def test_pinned_clock_reproduces_the_raw_feeds_to_the_byte(tmp_path: Path) -> No
     with duckdb.connect(str(tmp_path / "a.duckdb"), read_only=True) as con:
         first, last, days = con.execute(
             "SELECT min(order_ts)::date, max(order_ts)::date, count(DISTINCT order_ts::date) "
-            "FROM shop.orders").fetchone()
+            "FROM shop.orders"
+        ).fetchone()
     assert str(last) == "2026-03-01" and days >= 90  # anchored to the clock, 90+ daily partitions
     load_warehouse(tmp_path / "c.duckdb", datetime(2026, 3, 2, 6, tzinfo=UTC))
     assert _digest(tmp_path / "c.duckdb") != _digest(tmp_path / "a.duckdb")

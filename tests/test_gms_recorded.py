@@ -77,10 +77,10 @@ def replay(monkeypatch: pytest.MonkeyPatch) -> Iterator[Replay]:
 def test_recorded_search_pages_through_scroll_results(replay: Replay) -> None:
     graph = GmsGraph(HOST)
     replay.load("search_paged")
-    urns = graph.search(SearchQuery(platforms=("dbt",), domains=("urn:li:domain:finance",),
-                                    name="fct_*"))
-    assert urns == ["urn:li:dataset:(urn:li:dataPlatform:dbt,acme.marts.fct_invoices,PROD)",
-                    LEDGER]
+    urns = graph.search(
+        SearchQuery(platforms=("dbt",), domains=("urn:li:domain:finance",), name="fct_*")
+    )
+    assert urns == ["urn:li:dataset:(urn:li:dataPlatform:dbt,acme.marts.fct_invoices,PROD)", LEDGER]
     assert graph.counter.calls == 2  # one HTTP request per page
 
 
@@ -91,7 +91,9 @@ def test_recorded_batch_get_reads_many_urns_in_one_request(replay: Replay) -> No
     assert found[LEDGER]["ownership"]["owners"][0]["owner"] == "urn:li:corpuser:ana"
     assert STG not in found
     assert json.loads(replay.sent[-1].body or b"[]")[0] == {
-        "urn": LEDGER, "aspectNames": ["ownership", "upstreamLineage"]}
+        "urn": LEDGER,
+        "aspectNames": ["ownership", "upstreamLineage"],
+    }
     assert graph.counter.calls == 1
 
 
@@ -120,10 +122,15 @@ def test_recorded_lineage_as_of_reports_its_fallback(replay: Replay) -> None:
 def test_recorded_timeline_keeps_datahubs_event_shape(replay: Replay) -> None:
     graph = GmsGraph(HOST)
     replay.load("timeline")
-    (tx,) = graph.timeline("urn:li:dataset:(urn:li:dataPlatform:dbt,acme.raw.rebates,PROD)",
-                           ["TECHNICAL_SCHEMA"], start_ms=1000)
+    (tx,) = graph.timeline(
+        "urn:li:dataset:(urn:li:dataPlatform:dbt,acme.raw.rebates,PROD)",
+        ["TECHNICAL_SCHEMA"],
+        start_ms=1000,
+    )
     assert [(e.operation, e.parameters["fieldPath"]) for e in tx.events] == [
-        ("REMOVE", "rebate_amt"), ("ADD", "rebate_amount")]
+        ("REMOVE", "rebate_amt"),
+        ("ADD", "rebate_amount"),
+    ]
     assert tx.sem_ver_change == "MAJOR"
 
 
@@ -132,7 +139,9 @@ def test_recorded_assertion_runs_are_ordered_by_timestamp(replay: Replay) -> Non
     replay.load("assertion_runs")
     runs = graph.assertion_runs()
     assert [(r.assertion_urn, r.result) for r in runs] == [
-        ("urn:li:assertion:a2", "SUCCESS"), ("urn:li:assertion:a1", "FAILURE")]
+        ("urn:li:assertion:a2", "SUCCESS"),
+        ("urn:li:assertion:a1", "FAILURE"),
+    ]
     assert dict(runs[1].native) == {"observed": "0"}
 
 

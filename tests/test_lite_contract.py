@@ -41,26 +41,49 @@ def test_aspects_for_many_urns_come_back_in_one_call(graph: MetadataGraph) -> No
     assert found[REVENUE]["ownership"]["owners"][0]["owner"] == "urn:li:corpuser:alice"
 
 
-@pytest.mark.parametrize(("query", "expected"), [
-    (SearchQuery(platforms=("dbt",), name="fct_*"),
-     {DBT.format(f"marts.fct_{n}") for n in ("orders", "order_items", "payments", "returns",
-                                               "shipments")}),
-    (SearchQuery(domains=("urn:li:domain:logistics",), name="fct_*"),
-     {DBT.format("marts.fct_shipments")}),
-    (SearchQuery(tags=("urn:li:tag:tier1",), owners=("urn:li:corpuser:alice",)),
-     {REVENUE, ORDERS}),
-    (SearchQuery(terms=("urn:li:glossaryTerm:Discount",)),
-     {DBT.format("staging.stg_vendor_discounts"), DBT.format("marts.agg_promotion_effectiveness")}),
-    (SearchQuery(name="marts.agg_daily_*", platforms=("dbt",)), {REVENUE}),
-    (SearchQuery(urns=(REVENUE, "urn:li:dataset:(urn:li:dataPlatform:dbt,nope,PROD)")),
-     {REVENUE}),
-    (SearchQuery(entity_type="dashboard"),
-     {DASHBOARD, "urn:li:dashboard:(dbt,exposure.upstream_demo.marketing_dashboard)",
-      "urn:li:dashboard:(dbt,exposure.upstream_demo.operations_dashboard)"}),
-])
-def test_search_by_platform_name_domain_tag_term_owner(graph: MetadataGraph,
-                                                        query: SearchQuery,
-                                                        expected: set[str]) -> None:
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        (
+            SearchQuery(platforms=("dbt",), name="fct_*"),
+            {
+                DBT.format(f"marts.fct_{n}")
+                for n in ("orders", "order_items", "payments", "returns", "shipments")
+            },
+        ),
+        (
+            SearchQuery(domains=("urn:li:domain:logistics",), name="fct_*"),
+            {DBT.format("marts.fct_shipments")},
+        ),
+        (
+            SearchQuery(tags=("urn:li:tag:tier1",), owners=("urn:li:corpuser:alice",)),
+            {REVENUE, ORDERS},
+        ),
+        (
+            SearchQuery(terms=("urn:li:glossaryTerm:Discount",)),
+            {
+                DBT.format("staging.stg_vendor_discounts"),
+                DBT.format("marts.agg_promotion_effectiveness"),
+            },
+        ),
+        (SearchQuery(name="marts.agg_daily_*", platforms=("dbt",)), {REVENUE}),
+        (
+            SearchQuery(urns=(REVENUE, "urn:li:dataset:(urn:li:dataPlatform:dbt,nope,PROD)")),
+            {REVENUE},
+        ),
+        (
+            SearchQuery(entity_type="dashboard"),
+            {
+                DASHBOARD,
+                "urn:li:dashboard:(dbt,exposure.upstream_demo.marketing_dashboard)",
+                "urn:li:dashboard:(dbt,exposure.upstream_demo.operations_dashboard)",
+            },
+        ),
+    ],
+)
+def test_search_by_platform_name_domain_tag_term_owner(
+    graph: MetadataGraph, query: SearchQuery, expected: set[str]
+) -> None:
     before = graph.counter.calls
     assert set(graph.search(query)) == expected
     assert graph.counter.calls - before == 1
@@ -73,8 +96,11 @@ def test_lineage_reaches_consumers_and_columns(graph: MetadataGraph) -> None:
     # The raw graph alternates platforms (dbt model <- warehouse table <- dbt model); the read
     # path merges twins, the backend reports what DataHub holds.
     assert {e.upstream for e in up} == {ORDERS.replace("dbt,", "duckdb,")}
-    cols = {(c.upstream_field.rsplit(",", 1)[-1], c.downstream_field.rsplit(",", 1)[-1])
-            for e in up for c in e.columns}
+    cols = {
+        (c.upstream_field.rsplit(",", 1)[-1], c.downstream_field.rsplit(",", 1)[-1])
+        for e in up
+        for c in e.columns
+    }
     assert ("discount_amount)", "discount_total)") in cols
     with pytest.raises(ValueError, match="upstream"):
         graph.lineage([REVENUE], "sideways")
@@ -82,8 +108,7 @@ def test_lineage_reaches_consumers_and_columns(graph: MetadataGraph) -> None:
 
 def test_lineage_as_of_before_any_ingestion_is_empty(graph: MetadataGraph) -> None:
     assert graph.lineage_edges(as_of_ms=1) == []
-    assert len(graph.lineage_edges(as_of_ms=int(time.time() * 1000))) == len(
-        graph.lineage_edges())
+    assert len(graph.lineage_edges(as_of_ms=int(time.time() * 1000))) == len(graph.lineage_edges())
 
 
 def test_history_and_timeline(graph: MetadataGraph) -> None:
@@ -99,12 +124,21 @@ def test_assertion_runs_are_ordered_by_their_own_timestamp(estate: Settings) -> 
     graph = open_graph(estate)
     try:
         run = next(r for r in graph.assertion_runs() if r.asserted_urn == REVENUE)
-        event = {"timestampMillis": run.timestamp_ms + 60_000, "assertionUrn": run.assertion_urn,
-                 "asserteeUrn": REVENUE, "status": "COMPLETE", "runId": "later",
-                 "result": {"type": "FAILURE"},
-                 "partitionSpec": {"partition": "FULL_TABLE_SNAPSHOT", "type": "FULL_TABLE"}}
-        older = dict(event, timestampMillis=run.timestamp_ms + 1_000, runId="older",
-                     result={"type": "SUCCESS"})
+        event = {
+            "timestampMillis": run.timestamp_ms + 60_000,
+            "assertionUrn": run.assertion_urn,
+            "asserteeUrn": REVENUE,
+            "status": "COMPLETE",
+            "runId": "later",
+            "result": {"type": "FAILURE"},
+            "partitionSpec": {"partition": "FULL_TABLE_SNAPSHOT", "type": "FULL_TABLE"},
+        }
+        older = dict(
+            event,
+            timestampMillis=run.timestamp_ms + 1_000,
+            runId="older",
+            result={"type": "SUCCESS"},
+        )
         # written newest first: Lite's "last written wins" would report the older event
         assert graph.write_aspect(run.assertion_urn, "assertionRunEvent", event).written
         assert graph.write_aspect(run.assertion_urn, "assertionRunEvent", older).written
@@ -113,7 +147,9 @@ def test_assertion_runs_are_ordered_by_their_own_timestamp(estate: Settings) -> 
         assert latest[run.assertion_urn].result == "FAILURE"
         history = graph.assertion_runs([REVENUE], since_ms=run.timestamp_ms, latest_only=False)
         assert [r.run_id for r in history if r.assertion_urn == run.assertion_urn] == [
-            "older", "later"]
+            "older",
+            "later",
+        ]
     finally:
         graph.close()
 
@@ -127,7 +163,8 @@ def test_writes_return_receipts_and_bad_values_are_refused(estate: Settings) -> 
         ok = graph.write_aspect(REVENUE, "globalTags", {"tags": [{"tag": "urn:li:tag:x"}]})
         assert ok.written and ok.urn == REVENUE
         assert graph.get_aspects([REVENUE], ["globalTags"])[REVENUE]["globalTags"] == {
-            "tags": [{"tag": "urn:li:tag:x"}]}
+            "tags": [{"tag": "urn:li:tag:x"}]
+        }
         assert graph.delete_aspect(REVENUE, "globalTags").written  # type: ignore[attr-defined]
         assert "globalTags" not in graph.get_aspects([REVENUE], ["globalTags"]).get(REVENUE, {})
     finally:

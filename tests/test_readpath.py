@@ -8,8 +8,16 @@ from upstream_dagster.settings import Settings
 
 DBT = "urn:li:dataset:(urn:li:dataPlatform:dbt,warehouse.{},PROD)"
 
-SLICES = ["asset_search", "lineage", "assertions", "schema_fields", "governance", "glossary",
-          "documentation", "ownership"]
+SLICES = [
+    "asset_search",
+    "lineage",
+    "assertions",
+    "schema_fields",
+    "governance",
+    "glossary",
+    "documentation",
+    "ownership",
+]
 
 
 def test_eight_slices_report_their_transport_and_calls(shared_estate: Settings) -> None:

@@ -17,13 +17,23 @@ URN = "urn:li:dataset:(urn:li:dataPlatform:dbt,acme.vendor.rebates,PROD)"
 
 def schema(*fields: tuple[str, str, str], stamp: int = 0) -> dict[str, Any]:
     return {
-        "schemaName": "rebates", "platform": "urn:li:dataPlatform:dbt", "version": 0,
+        "schemaName": "rebates",
+        "platform": "urn:li:dataPlatform:dbt",
+        "version": 0,
         "created": {"time": stamp, "actor": "urn:li:corpuser:x"},
-        "lastModified": {"time": stamp, "actor": "urn:li:corpuser:x"}, "hash": "",
+        "lastModified": {"time": stamp, "actor": "urn:li:corpuser:x"},
+        "hash": "",
         "platformSchema": {"com.linkedin.schema.MySqlDDL": {"tableSchema": ""}},
-        "fields": [{"fieldPath": path, "nullable": True, "description": desc or None,
-                    "type": {"type": {"com.linkedin.schema.NumberType": {}}},
-                    "nativeDataType": native} for path, native, desc in fields],
+        "fields": [
+            {
+                "fieldPath": path,
+                "nullable": True,
+                "description": desc or None,
+                "type": {"type": {"com.linkedin.schema.NumberType": {}}},
+                "nativeDataType": native,
+            }
+            for path, native, desc in fields
+        ],
     }
 
 
@@ -41,24 +51,34 @@ def write_versions(lite: LiteGraph, *versions: dict[str, Any]) -> None:
 
 
 def schema_events(lite: LiteGraph) -> list[list[tuple[str, str]]]:
-    return [[(e.operation, e.parameters["fieldPath"]) for e in t.events]
-            for t in lite.timeline(URN, ["TECHNICAL_SCHEMA"])]
+    return [
+        [(e.operation, e.parameters["fieldPath"]) for e in t.events]
+        for t in lite.timeline(URN, ["TECHNICAL_SCHEMA"])
+    ]
 
 
 def test_rename_with_same_type_parent_and_description_is_one_modify(lite: LiteGraph) -> None:
-    write_versions(lite, schema(("rebate_amt", "DECIMAL(10,2)", "Rebate in EUR.")),
-                   schema(("rebate_amount", "DECIMAL(10,2)", "Rebate in EUR.")))
+    write_versions(
+        lite,
+        schema(("rebate_amt", "DECIMAL(10,2)", "Rebate in EUR.")),
+        schema(("rebate_amount", "DECIMAL(10,2)", "Rebate in EUR.")),
+    )
     transactions = lite.timeline(URN, ["TECHNICAL_SCHEMA"])
     last = transactions[-1].events
-    assert [(e.operation, e.parameters["fieldPath"], e.parameters.get("oldFieldPath"))
-            for e in last] == [("MODIFY", "rebate_amount", "rebate_amt")]
+    assert [
+        (e.operation, e.parameters["fieldPath"], e.parameters.get("oldFieldPath")) for e in last
+    ] == [("MODIFY", "rebate_amount", "rebate_amt")]
     assert transactions[-1].sem_ver_change == "MAJOR"
 
 
 def test_rename_losing_its_description_is_remove_plus_add_in_one_transaction(
-        lite: LiteGraph) -> None:
-    write_versions(lite, schema(("rebate_amt", "DECIMAL(10,2)", "Rebate in EUR.")),
-                   schema(("rebate_amount", "DECIMAL(10,2)", "")))
+    lite: LiteGraph,
+) -> None:
+    write_versions(
+        lite,
+        schema(("rebate_amt", "DECIMAL(10,2)", "Rebate in EUR.")),
+        schema(("rebate_amount", "DECIMAL(10,2)", "")),
+    )
     assert schema_events(lite)[-1] == [("REMOVE", "rebate_amt"), ("ADD", "rebate_amount")]
 
 
@@ -75,13 +95,19 @@ def test_rename_with_a_type_change_is_remove_plus_add(lite: LiteGraph) -> None:
 def test_type_change_is_a_modify(lite: LiteGraph) -> None:
     write_versions(lite, schema(("a", "INTEGER", "Count.")), schema(("a", "BIGINT", "Count.")))
     event = lite.timeline(URN, ["TECHNICAL_SCHEMA"])[-1].events[0]
-    assert (event.operation, event.parameters["oldNativeType"], event.parameters["newNativeType"]
-            ) == ("MODIFY", "INTEGER", "BIGINT")
+    assert (
+        event.operation,
+        event.parameters["oldNativeType"],
+        event.parameters["newNativeType"],
+    ) == ("MODIFY", "INTEGER", "BIGINT")
 
 
 def test_audit_stamps_alone_are_not_a_change(lite: LiteGraph) -> None:
-    write_versions(lite, schema(("a", "INTEGER", "Count."), stamp=1),
-                   schema(("a", "INTEGER", "Count."), stamp=2))
+    write_versions(
+        lite,
+        schema(("a", "INTEGER", "Count."), stamp=1),
+        schema(("a", "INTEGER", "Count."), stamp=2),
+    )
     assert len(lite.aspect_history(URN, "schemaMetadata")) == 2  # Lite did store a new version
     assert len(lite.timeline(URN, ["TECHNICAL_SCHEMA", "DOCUMENTATION"])) == 1  # creation only
 
@@ -91,18 +117,22 @@ def test_ownership_tags_terms_and_docs_changes_are_categorised() -> None:
         return AspectVersion(n, n * 1000, value)
 
     history = {
-        "ownership": [v(1, {"owners": []}),
-                      v(2, {"owners": [{"owner": "urn:li:corpuser:ana", "type": "DATAOWNER"}]})],
+        "ownership": [
+            v(1, {"owners": []}),
+            v(2, {"owners": [{"owner": "urn:li:corpuser:ana", "type": "DATAOWNER"}]}),
+        ],
         "globalTags": [v(1, {"tags": [{"tag": "urn:li:tag:pii"}]}), v(2, {"tags": []})],
         "glossaryTerms": [v(2, {"terms": [{"urn": "urn:li:glossaryTerm:Revenue"}]})],
         "datasetProperties": [v(1, {"description": ""}), v(2, {"description": "Daily revenue."})],
     }
     txs = timeline.derive(URN, history)
     got = sorted((e.category, e.operation, e.modifier) for e in txs[-1].events)
-    assert got == [("DOCUMENTATION", "ADD", URN),
-                   ("GLOSSARY_TERM", "ADD", "urn:li:glossaryTerm:Revenue"),
-                   ("OWNER", "ADD", "urn:li:corpuser:ana"),
-                   ("TAG", "REMOVE", "urn:li:tag:pii")]
+    assert got == [
+        ("DOCUMENTATION", "ADD", URN),
+        ("GLOSSARY_TERM", "ADD", "urn:li:glossaryTerm:Revenue"),
+        ("OWNER", "ADD", "urn:li:corpuser:ana"),
+        ("TAG", "REMOVE", "urn:li:tag:pii"),
+    ]
     assert [t.timestamp_ms for t in timeline.derive(URN, history, start_ms=1500)] == [2000]
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 from pathlib import Path
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -12,8 +13,11 @@ from rich.console import Console
 from upstream_dagster import settings as settings_mod
 from upstream_dagster.errors import UpstreamError
 
-app = typer.Typer(help="Upstream: desired-state control plane for DataHub.", no_args_is_help=True,
-                  add_completion=False)
+app = typer.Typer(
+    help="Upstream: desired-state control plane for DataHub.",
+    no_args_is_help=True,
+    add_completion=False,
+)
 out = Console()
 err = Console(stderr=True)
 
@@ -48,9 +52,11 @@ def run_job(settings: settings_mod.Settings, job_name: str) -> None:
     quiet = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
     result = job.execute_in_process(instance=instance, raise_on_error=False, run_config=quiet)
     if not result.success:
-        raise UpstreamError(f"the Dagster job {job_name} failed ({failure_message(result)})",
-                            "read the message above; the run's full log is in the Dagster UI "
-                            f"(`make ui`), run id {result.run_id}")
+        raise UpstreamError(
+            f"the Dagster job {job_name} failed ({failure_message(result)})",
+            "read the message above; the run's full log is in the Dagster UI "
+            f"(`make ui`), run id {result.run_id}",
+        )
 
 
 @app.command()
@@ -79,9 +85,11 @@ def summary() -> None:
         _fail(exc)
 
 
+DATAPACK_HELP = "A datapack folder of MCP *.json files, e.g. ../shared/estates/showcase-ecommerce"
+
+
 @app.command("load-estate")
-def load_estate(path: Path = typer.Argument(..., help="A datapack folder of MCP *.json files "
-                                            "(e.g. ../shared/estates/showcase-ecommerce)")) -> None:
+def load_estate(path: Annotated[Path, typer.Argument(help=DATAPACK_HELP)]) -> None:
     """Load a datapack into DataHub through DataHub's file source; report what landed."""
     from upstream_dagster.datahub.ingest import ingest_file
 
@@ -97,21 +105,29 @@ def load_estate(path: Path = typer.Argument(..., help="A datapack folder of MCP 
         _fail(exc)
     out.print(report.summary())
     if report.dropped:
-        out.print(f"  the sink dropped {report.dropped} records it cannot store "
-                  "(DataHub Lite keeps no Cloud-only aspects); first warning:")
+        out.print(
+            f"  the sink dropped {report.dropped} records it cannot store "
+            "(DataHub Lite keeps no Cloud-only aspects); first warning:"
+        )
         out.print(f"  {report.warnings[0][:200] if report.warnings else ''}")
     _print_summary(settings)
 
 
 @app.command()
-def ui(port: int = typer.Option(3000, help="Port for the Dagster UI.")) -> None:
+def ui(port: Annotated[int, typer.Option(help="Port for the Dagster UI.")] = 3000) -> None:
     """Start the Dagster UI (webserver and daemon) on this code location."""
     from upstream_dagster.runtime import dagster_instance
 
     settings = settings_mod.load()
     dagster_instance(settings)
-    cmd = [str(Path(sys.executable).with_name("dagster")), "dev", "-w",
-           str(settings.project_root / "workspace.yaml"), "-p", str(port)]
+    cmd = [
+        str(Path(sys.executable).with_name("dagster")),
+        "dev",
+        "-w",
+        str(settings.project_root / "workspace.yaml"),
+        "-p",
+        str(port),
+    ]
     raise typer.Exit(subprocess.call(cmd, cwd=settings.project_root))
 
 

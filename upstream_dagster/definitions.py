@@ -12,8 +12,8 @@ import dagster as dg
 from dagster_dbt import DbtCliResource
 
 from upstream_dagster import settings as settings_mod
-from upstream_dagster.demo.deploy import ensure_ready
 from upstream_dagster.defs.estate import estate_assets
+from upstream_dagster.demo.deploy import ensure_ready
 
 
 def build(settings: settings_mod.Settings) -> dg.Definitions:
@@ -22,18 +22,26 @@ def build(settings: settings_mod.Settings) -> dg.Definitions:
     os.environ["UPSTREAM_WAREHOUSE"] = str(settings.warehouse)
     raw_feeds, estate_dbt, datahub_metadata = estate_assets(settings, manifest)
     build_job = dg.define_asset_job(
-        "estate_build", selection=dg.AssetSelection.assets(raw_feeds, estate_dbt, datahub_metadata),
+        "estate_build",
+        selection=dg.AssetSelection.assets(raw_feeds, estate_dbt, datahub_metadata),
         description="Generate the raw feeds, build every dbt model and test, and ingest the "
-        "result into DataHub. This is what `make demo` runs.")
+        "result into DataHub. This is what `make demo` runs.",
+    )
     refresh_job = dg.define_asset_job(
-        "estate_refresh", selection=dg.AssetSelection.assets(estate_dbt, datahub_metadata),
+        "estate_refresh",
+        selection=dg.AssetSelection.assets(estate_dbt, datahub_metadata),
         description="Rebuild the dbt models over the raw feeds as they are now (for example "
-        "after a scenario changed them) and re-ingest into DataHub.")
+        "after a scenario changed them) and re-ingest into DataHub.",
+    )
     return dg.Definitions(
         assets=[raw_feeds, estate_dbt, datahub_metadata],
         jobs=[build_job, refresh_job],
-        resources={"dbt": DbtCliResource(project_dir=str(settings.dbt_project_dir),
-                                         profiles_dir=str(settings.dbt_project_dir))},
+        resources={
+            "dbt": DbtCliResource(
+                project_dir=str(settings.dbt_project_dir),
+                profiles_dir=str(settings.dbt_project_dir),
+            )
+        },
         executor=dg.in_process_executor,
     )
 

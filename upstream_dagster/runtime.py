@@ -30,9 +30,13 @@ def failure_message(result: dg.ExecuteInProcessResult) -> str:
     for event in result.all_events:
         if event.is_step_failure and event.step_failure_data is not None:
             error = event.step_failure_data.error
-            while error is not None and error.cause is not None and (
-                "Error occurred while executing" in error.message
-                or error.cls_name in ("DagsterExecutionStepExecutionError",)
+            while (
+                error is not None
+                and error.cause is not None
+                and (
+                    "Error occurred while executing" in error.message
+                    or error.cls_name in ("DagsterExecutionStepExecutionError",)
+                )
             ):
                 error = error.cause
             if error is not None:

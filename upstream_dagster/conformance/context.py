@@ -10,10 +10,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import NamedTuple
 
 
-@dataclass(frozen=True)
-class Column:
+class Column(NamedTuple):
+    """A schema field. A tuple, not a dataclass: estates have hundreds of thousands of them."""
+
     path: str
     native_type: str = ""
     description: str = ""

@@ -47,8 +47,13 @@ def _upstream_lineage(urn: str, value: Json) -> Iterator[LineageEdge]:
     for up in value.get("upstreams") or []:
         dataset = str(up.get("dataset", ""))
         if dataset:
-            yield LineageEdge(dataset, urn, "upstreamLineage", str(up.get("type", "TRANSFORMED")),
-                              tuple(columns.get(dataset, ())))
+            yield LineageEdge(
+                dataset,
+                urn,
+                "upstreamLineage",
+                str(up.get("type", "TRANSFORMED")),
+                tuple(columns.get(dataset, ())),
+            )
 
 
 def edges_from_aspect(urn: str, aspect: str, value: Json) -> Iterator[LineageEdge]:

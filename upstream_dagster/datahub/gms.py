@@ -34,9 +34,15 @@ from upstream_dagster.errors import DataHubUnavailable
 log = logging.getLogger(__name__)
 BATCH = 100  # URNs per batchGet request
 PAGE = 1000  # results per GraphQL scroll page
-ENTITY_TYPES = {"dataset": "DATASET", "dashboard": "DASHBOARD", "chart": "CHART",
-                "assertion": "ASSERTION", "incident": "INCIDENT", "dataJob": "DATA_JOB",
-                "dataProcessInstance": "DATA_PROCESS_INSTANCE"}
+ENTITY_TYPES = {
+    "dataset": "DATASET",
+    "dashboard": "DASHBOARD",
+    "chart": "CHART",
+    "assertion": "ASSERTION",
+    "incident": "INCIDENT",
+    "dataJob": "DATA_JOB",
+    "dataProcessInstance": "DATA_PROCESS_INSTANCE",
+}
 SEARCH = """query upstreamSearch($input: ScrollAcrossEntitiesInput!) {
   scrollAcrossEntities(input: $input) { nextScrollId count total
     searchResults { entity { urn type } } } }"""
@@ -63,14 +69,20 @@ class GmsGraph:
     transport = "gms"
 
     def __init__(self, url: str, token: str | None = None, *, timeout_sec: float = 15) -> None:
-        from datahub.ingestion.graph.client import DataHubGraph, DatahubClientConfig
+        from datahub.ingestion.graph.client import DatahubClientConfig, DataHubGraph
 
         self.url = url.rstrip("/")
         self.counter = CallCounter()
         self.last_fallback: str | None = None
-        self._graph = DataHubGraph(DatahubClientConfig(
-            server=self.url, token=token, timeout_sec=timeout_sec, retry_max_times=0,
-            openapi_ingestion=False))
+        self._graph = DataHubGraph(
+            DatahubClientConfig(
+                server=self.url,
+                token=token,
+                timeout_sec=timeout_sec,
+                retry_max_times=0,
+                openapi_ingestion=False,
+            )
+        )
         try:
             self._graph.test_connection()
         except Exception as exc:  # noqa: BLE001 - the SDK raises many types for one cause
@@ -79,7 +91,8 @@ class GmsGraph:
                 f"cannot reach DataHub GMS at {self.url} ({first})",
                 "check that GMS is running and DATAHUB_GMS_URL points at it (for example "
                 "http://localhost:8080), set DATAHUB_GMS_TOKEN if authentication is on, or "
-                "unset DATAHUB_GMS_URL to use the embedded DataHub Lite") from exc
+                "unset DATAHUB_GMS_URL to use the embedded DataHub Lite",
+            ) from exc
         self._graph._session.hooks["response"].append(self._count)
 
     def _count(self, response: Any, *args: Any, **kwargs: Any) -> Any:
@@ -102,8 +115,9 @@ class GmsGraph:
                 return
 
     # -- aspects --------------------------------------------------------------------------
-    def get_aspects(self, urns: Sequence[str], aspects: Sequence[str]
-                    ) -> dict[str, dict[str, Json]]:
+    def get_aspects(
+        self, urns: Sequence[str], aspects: Sequence[str]
+    ) -> dict[str, dict[str, Json]]:
         out: dict[str, dict[str, Json]] = {}
         by_type: dict[str, list[str]] = defaultdict(list)
         for urn in dict.fromkeys(urns):
@@ -113,7 +127,9 @@ class GmsGraph:
                 body = [{"urn": u, "aspectNames": list(aspects)} for u in chunk]
                 response = self._graph._session.post(
                     f"{self.url}/openapi/v3/entity/{kind.lower()}/batchGet",
-                    params={"systemMetadata": "false"}, json=body)
+                    params={"systemMetadata": "false"},
+                    json=body,
+                )
                 response.raise_for_status()
                 for item in response.json():
                     found = item.get("aspects") or item
@@ -138,18 +154,26 @@ class GmsGraph:
     # -- search ---------------------------------------------------------------------------
     def search(self, query: SearchQuery) -> list[str]:
         rules: list[Json] = []
-        for field, values in (("platform", [f"urn:li:dataPlatform:{p}" for p in query.platforms]),
-                              ("domains", query.domains), ("tags", query.tags),
-                              ("glossaryTerms", query.terms), ("owners", query.owners),
-                              ("urn", query.urns)):
+        for field, values in (
+            ("platform", [f"urn:li:dataPlatform:{p}" for p in query.platforms]),
+            ("domains", query.domains),
+            ("tags", query.tags),
+            ("glossaryTerms", query.terms),
+            ("owners", query.owners),
+            ("urn", query.urns),
+        ):
             if values:
                 rules.append({"field": field, "values": list(values), "condition": "EQUAL"})
-        payload: Json = {"types": [ENTITY_TYPES.get(query.entity_type,
-                                                    query.entity_type.upper())], "query": "*"}
+        payload: Json = {
+            "types": [ENTITY_TYPES.get(query.entity_type, query.entity_type.upper())],
+            "query": "*",
+        }
         if rules:
             payload["orFilters"] = [{"and": rules}]
-        urns = [r["entity"]["urn"] for r in self._scroll(SEARCH, "scrollAcrossEntities",
-                                                         {"input": payload})]
+        urns = [
+            r["entity"]["urn"]
+            for r in self._scroll(SEARCH, "scrollAcrossEntities", {"input": payload})
+        ]
         if query.name:
             urns = [u for u in urns if name_matches(u, query.name)]
         return sorted(dict.fromkeys(urns))
@@ -157,29 +181,38 @@ class GmsGraph:
     # -- lineage --------------------------------------------------------------------------
     def lineage_edges(self, as_of_ms: int | None = None) -> list[LineageEdge]:
         if as_of_ms is not None:
-            self.last_fallback = ("gms lineage as of a past instant is not kept by GMS; the "
-                                  "latest lineage aspects were read")
+            self.last_fallback = (
+                "gms lineage as of a past instant is not kept by GMS; the "
+                "latest lineage aspects were read"
+            )
         urns: list[str] = []
         for kind in ("dataset", "chart", "dashboard", "dataJob"):
             urns.extend(self.search(SearchQuery(entity_type=kind)))
         found = self.get_aspects(urns, edge_parse.LINEAGE_ASPECTS)
         return edge_parse.edges_from_rows(
-            (u, a, v) for u, aspects in found.items() for a, v in aspects.items())
+            (u, a, v) for u, aspects in found.items() for a, v in aspects.items()
+        )
 
-    def lineage(self, urns: Sequence[str], direction: str, as_of_ms: int | None = None
-                ) -> list[LineageEdge]:
+    def lineage(
+        self, urns: Sequence[str], direction: str, as_of_ms: int | None = None
+    ) -> list[LineageEdge]:
         if direction == "upstream":
             if as_of_ms is not None:
                 self.last_fallback = "gms upstream lineage as of a past instant: latest aspects"
             found = self.get_aspects(urns, edge_parse.LINEAGE_ASPECTS)
             return edge_parse.edges_from_rows(
-                (u, a, v) for u, aspects in found.items() for a, v in aspects.items())
+                (u, a, v) for u, aspects in found.items() for a, v in aspects.items()
+            )
         if direction != "downstream":
             raise ValueError(f"direction must be 'upstream' or 'downstream', not {direction!r}")
         edges: list[LineageEdge] = []
         for urn in urns:
-            payload: Json = {"urn": urn, "direction": "DOWNSTREAM", "query": "*",
-                             "orFilters": [{"and": [{"field": "degree", "values": ["1"]}]}]}
+            payload: Json = {
+                "urn": urn,
+                "direction": "DOWNSTREAM",
+                "query": "*",
+                "orFilters": [{"and": [{"field": "degree", "values": ["1"]}]}],
+            }
             if as_of_ms is not None:
                 payload["lineageFlags"] = {"endTimeMillis": as_of_ms}
             for result in self._scroll(LINEAGE, "scrollAcrossLineage", {"input": payload}):
@@ -187,27 +220,38 @@ class GmsGraph:
         return edges
 
     # -- timeline -------------------------------------------------------------------------
-    def timeline(self, urn: str, categories: Sequence[str] = ALL_CATEGORIES,
-                 start_ms: int | None = None, end_ms: int | None = None) -> list[Transaction]:
+    def timeline(
+        self,
+        urn: str,
+        categories: Sequence[str] = ALL_CATEGORIES,
+        start_ms: int | None = None,
+        end_ms: int | None = None,
+    ) -> list[Transaction]:
         params: list[tuple[str, str]] = [("categories", c) for c in categories]
         if start_ms is not None:
             params.append(("startTime", str(start_ms)))
         if end_ms is not None:
             params.append(("endTime", str(end_ms)))
         response = self._graph._session.get(
-            f"{self.url}/openapi/v2/timeline/v1/{quote(urn, safe='')}", params=params)
+            f"{self.url}/openapi/v2/timeline/v1/{quote(urn, safe='')}", params=params
+        )
         response.raise_for_status()
         return [_transaction(urn, t) for t in response.json()]
 
     # -- assertions -----------------------------------------------------------------------
-    def assertion_runs(self, asserted_urns: Sequence[str] | None = None,
-                       since_ms: int | None = None, latest_only: bool = True
-                       ) -> list[AssertionRun]:
+    def assertion_runs(
+        self,
+        asserted_urns: Sequence[str] | None = None,
+        since_ms: int | None = None,
+        latest_only: bool = True,
+    ) -> list[AssertionRun]:
         assertions = self.search(SearchQuery(entity_type="assertion"))
         runs: list[AssertionRun] = []
         for chunk in _chunks(assertions, BATCH):
-            data = self._gql(RUN_EVENTS, {"urns": list(chunk), "limit": 1 if latest_only else 100,
-                                          "start": since_ms})
+            data = self._gql(
+                RUN_EVENTS,
+                {"urns": list(chunk), "limit": 1 if latest_only else 100, "start": since_ms},
+            )
             for entity in data.get("entities") or []:
                 for e in ((entity or {}).get("runEvents") or {}).get("runEvents") or []:
                     if asserted_urns is not None and e.get("asserteeUrn") not in asserted_urns:
@@ -215,11 +259,21 @@ class GmsGraph:
                     if since_ms is not None and int(e["timestampMillis"]) <= since_ms:
                         continue
                     result = e.get("result") or {}
-                    runs.append(AssertionRun(
-                        e["assertionUrn"], e.get("asserteeUrn", ""), int(e["timestampMillis"]),
-                        str(result.get("type", "ERROR")), str(e.get("runId", "")),
-                        tuple(sorted((kv["key"], str(kv["value"]))
-                                     for kv in result.get("nativeResults") or []))))
+                    runs.append(
+                        AssertionRun(
+                            e["assertionUrn"],
+                            e.get("asserteeUrn", ""),
+                            int(e["timestampMillis"]),
+                            str(result.get("type", "ERROR")),
+                            str(e.get("runId", "")),
+                            tuple(
+                                sorted(
+                                    (kv["key"], str(kv["value"]))
+                                    for kv in result.get("nativeResults") or []
+                                )
+                            ),
+                        )
+                    )
         runs.sort(key=lambda r: (r.timestamp_ms, r.assertion_urn, r.run_id))
         if latest_only:
             latest = {r.assertion_urn: r for r in runs}
@@ -246,13 +300,23 @@ class GmsGraph:
 
 
 def _transaction(urn: str, raw: Json) -> Transaction:
-    events = tuple(ChangeEvent(
-        entity_urn=str(e.get("entityUrn", urn)), category=str(e.get("category", "")),
-        operation=str(e.get("operation", "")), modifier=e.get("modifier"),
-        parameters=dict(e.get("parameters") or {}), description=str(e.get("description", "")),
-        timestamp_ms=int((e.get("auditStamp") or {}).get("time", raw.get("timestamp", 0))))
-        for e in raw.get("changeEvents") or [])
-    return Transaction(timestamp_ms=int(raw.get("timestamp", 0)), sem_ver=str(raw.get("semVer",
-                       "")), sem_ver_change=str(raw.get("semVerChange", "NONE")),
-                       version_stamp=str(raw.get("versionStamp", "")), events=events,
-                       actor=str(raw.get("actor", "")))
+    events = tuple(
+        ChangeEvent(
+            entity_urn=str(e.get("entityUrn", urn)),
+            category=str(e.get("category", "")),
+            operation=str(e.get("operation", "")),
+            modifier=e.get("modifier"),
+            parameters=dict(e.get("parameters") or {}),
+            description=str(e.get("description", "")),
+            timestamp_ms=int((e.get("auditStamp") or {}).get("time") or raw.get("timestamp") or 0),
+        )
+        for e in raw.get("changeEvents") or []
+    )
+    return Transaction(
+        timestamp_ms=int(raw.get("timestamp", 0)),
+        sem_ver=str(raw.get("semVer", "")),
+        sem_ver_change=str(raw.get("semVerChange", "NONE")),
+        version_stamp=str(raw.get("versionStamp", "")),
+        events=events,
+        actor=str(raw.get("actor", "")),
+    )

@@ -23,8 +23,11 @@ TARGET_PLATFORM = "duckdb"
 
 # dbt `meta` keys mapped onto DataHub aspects by the dbt source itself.
 META_MAPPING: dict[str, Any] = {
-    "owner": {"match": "^@?(.+)$", "operation": "add_owner",
-              "config": {"owner_type": "user", "owner_category": "DATAOWNER"}},
+    "owner": {
+        "match": "^@?(.+)$",
+        "operation": "add_owner",
+        "config": {"owner_type": "user", "owner_category": "DATAOWNER"},
+    },
     "domain": {"match": ".+", "operation": "add_domain", "config": {"domain": "{{ $match }}"}},
     "terms": {"match": ".+", "operation": "add_terms", "config": {"separator": ","}},
     "tier": {"match": ".+", "operation": "add_tag", "config": {"tag": "{{ $match }}"}},
@@ -44,18 +47,29 @@ class IngestReport:
     siblings_linked: int = 0
 
     def summary(self) -> str:
-        return (f"{self.source}: {self.produced} records produced, {self.written} landed, "
-                f"{self.dropped} dropped by the sink"
-                + (f", {self.siblings_linked} twin pairs linked" if self.siblings_linked else ""))
+        return (
+            f"{self.source}: {self.produced} records produced, {self.written} landed, "
+            f"{self.dropped} dropped by the sink"
+            + (f", {self.siblings_linked} twin pairs linked" if self.siblings_linked else "")
+        )
 
 
 def sink_config(settings: Settings) -> dict[str, Any]:
     if settings.gms_url:
-        return {"type": "datahub-rest",
-                "config": {"server": settings.gms_url, "token": settings.gms_token}}
-    return {"type": "datahub-lite", "config": {"type": "sqlite", "config": {
-        "file": str(settings.lite_file),
-        "options": {"journal_mode": "WAL", "busy_timeout": 10000}}}}
+        return {
+            "type": "datahub-rest",
+            "config": {"server": settings.gms_url, "token": settings.gms_token},
+        }
+    return {
+        "type": "datahub-lite",
+        "config": {
+            "type": "sqlite",
+            "config": {
+                "file": str(settings.lite_file),
+                "options": {"journal_mode": "WAL", "busy_timeout": 10000},
+            },
+        },
+    }
 
 
 def dbt_recipe(settings: Settings, artifacts: Path) -> dict[str, Any]:
@@ -80,8 +94,11 @@ def dbt_recipe(settings: Settings, artifacts: Path) -> dict[str, Any]:
         # Lite rejects PATCH proposals: without these two the sink drops lineage silently.
         source["write_semantics"] = "OVERRIDE"
         source["incremental_lineage"] = False
-    return {"pipeline_name": "upstream-dbt", "source": {"type": "dbt", "config": source},
-            "sink": sink_config(settings)}
+    return {
+        "pipeline_name": "upstream-dbt",
+        "source": {"type": "dbt", "config": source},
+        "sink": sink_config(settings),
+    }
 
 
 def run_recipe(settings: Settings, recipe: dict[str, Any], label: str) -> IngestReport:
@@ -94,26 +111,36 @@ def run_recipe(settings: Settings, recipe: dict[str, Any], label: str) -> Ingest
         pipeline = Pipeline.create(recipe)
         pipeline.run()
     except Exception as exc:  # noqa: BLE001 - DataHub raises many types; we name the step
-        raise BuildFailed(f"DataHub ingestion ({label}) failed: {exc}",
-                          "check the artifacts it reads and the sink in the message above; "
-                          "with a GMS, check DATAHUB_GMS_URL and DATAHUB_GMS_TOKEN") from exc
+        raise BuildFailed(
+            f"DataHub ingestion ({label}) failed: {exc}",
+            "check the artifacts it reads and the sink in the message above; "
+            "with a GMS, check DATAHUB_GMS_URL and DATAHUB_GMS_TOKEN",
+        ) from exc
     source, sink = pipeline.source.get_report(), pipeline.sink.get_report()
     if source.failures or sink.failures:
         first = list(source.failures)[:1] or list(sink.failures)[:1]
-        raise BuildFailed(f"DataHub ingestion ({label}) reported failures: {first}",
-                          "read the failure above; re-run `make demo` once it is fixed")
+        raise BuildFailed(
+            f"DataHub ingestion ({label}) reported failures: {first}",
+            "read the failure above; re-run `make demo` once it is fixed",
+        )
     warnings = [str(w) for w in list(sink.warnings)[:20]]
     dropped = int(getattr(sink.warnings, "total_elements", len(sink.warnings)))
-    return IngestReport(source=label, produced=int(source.events_produced),
-                        written=int(sink.total_records_written), dropped=dropped,
-                        warnings=warnings)
+    return IngestReport(
+        source=label,
+        produced=int(source.events_produced),
+        written=int(sink.total_records_written),
+        dropped=dropped,
+        warnings=warnings,
+    )
 
 
 def ingest_dbt(settings: Settings, artifacts: Path) -> IngestReport:
     missing = [n for n in ("manifest.json", "catalog.json") if not (artifacts / n).exists()]
     if missing:
-        raise BuildFailed(f"dbt artifacts {missing} are missing from {artifacts}",
-                          "run the dbt build and `dbt docs generate` first (`make demo` does)")
+        raise BuildFailed(
+            f"dbt artifacts {missing} are missing from {artifacts}",
+            "run the dbt build and `dbt docs generate` first (`make demo` does)",
+        )
     report = run_recipe(settings, dbt_recipe(settings, artifacts), "dbt")
     if not settings.gms_url:
         graph = LiteGraph(settings.lite_file)
@@ -128,13 +155,17 @@ def ingest_file(settings: Settings, path: Path) -> IngestReport:
     files = sorted(path.glob("*.json")) if path.is_dir() else [path]
     files = [f for f in files if f.name != "index.json"]
     if not files:
-        raise BuildFailed(f"no MCP files found at {path}",
-                          "pass a datapack folder of *.json MCP files or one such file")
+        raise BuildFailed(
+            f"no MCP files found at {path}",
+            "pass a datapack folder of *.json MCP files or one such file",
+        )
     total = IngestReport(source=f"file:{path.name}")
     for f in files:
-        recipe = {"pipeline_name": "upstream-file",
-                  "source": {"type": "file", "config": {"path": str(f)}},
-                  "sink": sink_config(settings)}
+        recipe = {
+            "pipeline_name": "upstream-file",
+            "source": {"type": "file", "config": {"path": str(f)}},
+            "sink": sink_config(settings),
+        }
         one = run_recipe(settings, recipe, f"file {f.name}")
         total.produced += one.produced
         total.written += one.written
@@ -152,8 +183,10 @@ def link_siblings(graph: LiteGraph) -> list[Receipt]:
     """
     dbt_prefix = "urn:li:dataset:(urn:li:dataPlatform:dbt,"
     dbt = graph.search_prefix(dbt_prefix)
-    twins = {u: f"urn:li:dataset:(urn:li:dataPlatform:{TARGET_PLATFORM},{u[len(dbt_prefix):]}"
-             for u in dbt}
+    twins = {
+        u: f"urn:li:dataset:(urn:li:dataPlatform:{TARGET_PLATFORM},{u[len(dbt_prefix) :]}"
+        for u in dbt
+    }
     current = graph.get_aspects(dbt + list(twins.values()), ["siblings"])
     receipts: list[Receipt] = []
     for urn, twin in twins.items():

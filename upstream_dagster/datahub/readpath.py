@@ -42,21 +42,30 @@ class _Raw:
 def _platform(urn: str) -> str:
     marker = "urn:li:dataPlatform:"
     if marker in urn:
-        rest = urn[urn.index(marker) + len(marker):]
+        rest = urn[urn.index(marker) + len(marker) :]
         return rest.split(",", 1)[0].split(")", 1)[0]
     return urn.split(":")[2] if urn.count(":") >= 2 else ""
 
 
-def _slice(raw: _Raw, graph: MetadataGraph, name: str, fn: Callable[[], int],
-           empty_reason: str) -> None:
+def _slice(
+    raw: _Raw, graph: MetadataGraph, name: str, fn: Callable[[], int], empty_reason: str
+) -> None:
     before = graph.counter.calls
     items = fn()
     fallback = getattr(graph, "last_fallback", None)
     if fallback:
         log.warning("slice %s fell back: %s", name, fallback)
         graph.last_fallback = None  # type: ignore[attr-defined]
-    raw.slices.append(SliceReport(name, graph.transport, graph.counter.calls - before, items,
-                                  fallback, "" if items else empty_reason))
+    raw.slices.append(
+        SliceReport(
+            name,
+            graph.transport,
+            graph.counter.calls - before,
+            items,
+            fallback,
+            "" if items else empty_reason,
+        )
+    )
 
 
 def _read_aspects(raw: _Raw, graph: MetadataGraph, names: list[str]) -> int:
@@ -92,23 +101,55 @@ def read_context(graph: MetadataGraph, as_of_ms: int) -> MetadataContext:
     _slice(raw, graph, "asset_search", search, "DataHub holds no datasets, dashboards or charts")
     _slice(raw, graph, "lineage", lineage, "no lineage aspects in DataHub")
     _slice(raw, graph, "assertions", read_assertions, "no assertions in DataHub")
-    _slice(raw, graph, "schema_fields",
-           lambda: _read_aspects(raw, graph, ["schemaMetadata", "editableSchemaMetadata"]),
-           "no schemaMetadata on any asset")
+    _slice(
+        raw,
+        graph,
+        "schema_fields",
+        lambda: _read_aspects(raw, graph, ["schemaMetadata", "editableSchemaMetadata"]),
+        "no schemaMetadata on any asset",
+    )
     _slice(raw, graph, "governance", governance, "no structured properties, domains or tags")
-    _slice(raw, graph, "glossary", lambda: _read_aspects(raw, graph, ["glossaryTerms"]),
-           "no glossary terms on any asset")
-    _slice(raw, graph, "documentation", lambda: _read_aspects(raw, graph, [
-        "datasetProperties", "editableDatasetProperties", "subTypes", "siblings",
-        "dashboardInfo", "chartInfo", "operation"]), "no documentation aspects")
-    _slice(raw, graph, "ownership", lambda: _read_aspects(raw, graph, ["ownership"]),
-           "no owners anywhere in the graph")
-    return _assemble(raw, edges, assertions, incidents, runs_by_output, as_of_ms,
-                     graph.transport)
+    _slice(
+        raw,
+        graph,
+        "glossary",
+        lambda: _read_aspects(raw, graph, ["glossaryTerms"]),
+        "no glossary terms on any asset",
+    )
+    _slice(
+        raw,
+        graph,
+        "documentation",
+        lambda: _read_aspects(
+            raw,
+            graph,
+            [
+                "datasetProperties",
+                "editableDatasetProperties",
+                "subTypes",
+                "siblings",
+                "dashboardInfo",
+                "chartInfo",
+                "operation",
+            ],
+        ),
+        "no documentation aspects",
+    )
+    _slice(
+        raw,
+        graph,
+        "ownership",
+        lambda: _read_aspects(raw, graph, ["ownership"]),
+        "no owners anywhere in the graph",
+    )
+    return _assemble(raw, edges, assertions, incidents, runs_by_output, as_of_ms, graph.transport)
 
 
-def _assertions(graph: MetadataGraph, out: dict[str, list[AssertionFact]],
-                runs_by_output: dict[str, tuple[int, str]]) -> int:
+def _assertions(
+    graph: MetadataGraph,
+    out: dict[str, list[AssertionFact]],
+    runs_by_output: dict[str, tuple[int, str]],
+) -> int:
     urns = graph.search(SearchQuery(entity_type="assertion"))
     infos = graph.get_aspects(urns, ["assertionInfo"])
     latest = {r.assertion_urn: r for r in graph.assertion_runs()}
@@ -122,10 +163,15 @@ def _assertions(graph: MetadataGraph, out: dict[str, list[AssertionFact]],
             continue
         run = latest.get(urn)
         column = custom.get("field")
-        out[entity].append(AssertionFact(
-            urn=urn, kind=str(custom.get("type") or info.get("type", "")),
-            column=field_path(column) if column else None,
-            last_result=run.result if run else None, last_run_ms=run.timestamp_ms if run else None))
+        out[entity].append(
+            AssertionFact(
+                urn=urn,
+                kind=str(custom.get("type") or info.get("type", "")),
+                column=field_path(column) if column else None,
+                last_result=run.result if run else None,
+                last_run_ms=run.timestamp_ms if run else None,
+            )
+        )
         loaded = _loaded_ms(dict(run.native)) if run else None
         if loaded:
             _note(runs_by_output, entity, loaded, "dbt source freshness (max loaded_at)")
@@ -140,8 +186,14 @@ def _note(store: dict[str, tuple[int, str]], urn: str, ts: int, source: str) -> 
 
 
 def _assertee(info: Json) -> str | None:
-    for key in ("datasetAssertion", "freshnessAssertion", "volumeAssertion", "fieldAssertion",
-                "sqlAssertion", "schemaAssertion"):
+    for key in (
+        "datasetAssertion",
+        "freshnessAssertion",
+        "volumeAssertion",
+        "fieldAssertion",
+        "sqlAssertion",
+        "schemaAssertion",
+    ):
         block = info.get(key) or {}
         entity = block.get("dataset") or block.get("entity")
         if entity:
@@ -182,10 +234,13 @@ def _incidents(graph: MetadataGraph, out: dict[str, list[IncidentFact]]) -> int:
         if not info:
             continue
         status = info.get("status") or {}
-        fact = IncidentFact(urn=urn, state=str(status.get("state", "ACTIVE")),
-                            created_ms=int((info.get("created") or {}).get("time", 0)),
-                            incident_type=str(info.get("type", "")),
-                            title=str(info.get("title", "")))
+        fact = IncidentFact(
+            urn=urn,
+            state=str(status.get("state", "ACTIVE")),
+            created_ms=int((info.get("created") or {}).get("time", 0)),
+            incident_type=str(info.get("type", "")),
+            title=str(info.get("title", "")),
+        )
         for entity in info.get("entities", []):
             out[str(entity)].append(fact)
     return len(urns)
@@ -201,21 +256,42 @@ def _primaries(raw: _Raw) -> dict[str, str]:
     return out
 
 
-def _column(f: Json, editable: Json) -> Column:
-    terms = [t["urn"] for t in (f.get("glossaryTerms") or {}).get("terms", [])]
-    terms += [t["urn"] for t in (editable.get("glossaryTerms") or {}).get("terms", [])]
-    tags = [t["tag"] for t in (f.get("globalTags") or {}).get("tags", [])]
-    tags += [t["tag"] for t in (editable.get("globalTags") or {}).get("tags", [])]
-    return Column(path=str(f["fieldPath"]), native_type=str(f.get("nativeDataType", "")),
-                  description=str(editable.get("description") or f.get("description") or ""),
-                  terms=tuple(sorted(set(terms))), tags=tuple(sorted(set(tags))))
+def _ids(block: Json | None, key: str, item: str) -> list[str]:
+    return [x[item] for x in block.get(key, ())] if block else []
 
 
 def _columns(aspects: Json) -> tuple[Column, ...]:
-    editable = {e["fieldPath"]: e for e in (aspects.get("editableSchemaMetadata") or {}).get(
-        "editableSchemaFieldInfo", [])}
-    fields = (aspects.get("schemaMetadata") or {}).get("fields", [])
-    return tuple(_column(f, editable.get(f["fieldPath"], {})) for f in fields)
+    fields = (aspects.get("schemaMetadata") or {}).get("fields") or ()
+    editable_aspect = aspects.get("editableSchemaMetadata")
+    if not editable_aspect:  # the common case, kept cheap: estates have many columns
+        return tuple(
+            Column(
+                f["fieldPath"],
+                f.get("nativeDataType", ""),
+                f.get("description") or "",
+                tuple(sorted(_ids(f.get("glossaryTerms"), "terms", "urn"))),
+                tuple(sorted(_ids(f.get("globalTags"), "tags", "tag"))),
+            )
+            for f in fields
+        )
+    editable = {e["fieldPath"]: e for e in editable_aspect.get("editableSchemaFieldInfo", [])}
+    out = []
+    for f in fields:
+        e = editable.get(f["fieldPath"], {})
+        terms = _ids(f.get("glossaryTerms"), "terms", "urn") + _ids(
+            e.get("glossaryTerms"), "terms", "urn"
+        )
+        tags = _ids(f.get("globalTags"), "tags", "tag") + _ids(e.get("globalTags"), "tags", "tag")
+        out.append(
+            Column(
+                f["fieldPath"],
+                f.get("nativeDataType", ""),
+                e.get("description") or f.get("description") or "",
+                tuple(sorted(set(terms))),
+                tuple(sorted(set(tags))),
+            )
+        )
+    return tuple(out)
 
 
 def _union(values: Iterable[Iterable[str]]) -> tuple[str, ...]:
@@ -225,13 +301,24 @@ def _union(values: Iterable[Iterable[str]]) -> tuple[str, ...]:
 def _facts_of(urn: str, a: Json) -> dict[str, Any]:
     props = a.get("datasetProperties") or {}
     info = a.get("dashboardInfo") or a.get("chartInfo") or {}
-    description = ((a.get("editableDatasetProperties") or {}).get("description")
-                   or props.get("description") or info.get("description") or "")
-    structured = tuple(sorted(
-        (str(p["propertyUrn"]), tuple(str(next(iter(v.values()))) for v in p.get("values", [])))
-        for p in (a.get("structuredProperties") or {}).get("properties", [])))
-    updated = max([int((a.get("operation") or {}).get("lastUpdatedTimestamp", 0)),
-                   int((props.get("lastModified") or {}).get("time", 0))])
+    description = (
+        (a.get("editableDatasetProperties") or {}).get("description")
+        or props.get("description")
+        or info.get("description")
+        or ""
+    )
+    structured = tuple(
+        sorted(
+            (str(p["propertyUrn"]), tuple(str(next(iter(v.values()))) for v in p.get("values", [])))
+            for p in (a.get("structuredProperties") or {}).get("properties", [])
+        )
+    )
+    updated = max(
+        [
+            int((a.get("operation") or {}).get("lastUpdatedTimestamp", 0)),
+            int((props.get("lastModified") or {}).get("time", 0)),
+        ]
+    )
     return {
         "description": str(description).strip(),
         "owners": [o["owner"] for o in (a.get("ownership") or {}).get("owners", [])],
@@ -239,24 +326,33 @@ def _facts_of(urn: str, a: Json) -> dict[str, Any]:
         "tags": [t["tag"] for t in (a.get("globalTags") or {}).get("tags", [])],
         "terms": [t["urn"] for t in (a.get("glossaryTerms") or {}).get("terms", [])],
         "subtypes": list((a.get("subTypes") or {}).get("typeNames", [])),
-        "structured": structured, "columns": _columns(a), "updated": updated,
+        "structured": structured,
+        "columns": _columns(a),
+        "updated": updated,
         "title": str(info.get("title") or ""),
-        "properties": tuple(sorted((str(k), str(v)) for k, v in
-                                   (props.get("customProperties") or {}).items())),
+        "properties": tuple(
+            sorted((str(k), str(v)) for k, v in (props.get("customProperties") or {}).items())
+        ),
     }
 
 
-def _assemble(raw: _Raw, edges: list[Any], assertions: dict[str, list[AssertionFact]],
-              incidents: dict[str, list[IncidentFact]],
-              runs_by_output: dict[str, tuple[int, str]], as_of_ms: int,
-              transport: str) -> MetadataContext:
+def _assemble(
+    raw: _Raw,
+    edges: list[Any],
+    assertions: dict[str, list[AssertionFact]],
+    incidents: dict[str, list[IncidentFact]],
+    runs_by_output: dict[str, tuple[int, str]],
+    as_of_ms: int,
+    transport: str,
+) -> MetadataContext:
     secondary = _primaries(raw)
-    groups: dict[str, list[str]] = defaultdict(list)
+    # primary -> every URN read for it, the primary first
+    groups: dict[str, dict[str, None]] = {}
     for urn in dict.fromkeys(raw.urns):
-        groups[secondary.get(urn, urn)].append(urn)
+        primary = secondary.get(urn, urn)
+        groups.setdefault(primary, {primary: None})[urn] = None
     for urn, primary in secondary.items():
-        if urn not in groups[primary]:
-            groups[primary].append(urn)
+        groups.setdefault(primary, {primary: None})[urn] = None
 
     def prime(urn: str) -> str:
         return secondary.get(urn, urn)
@@ -273,37 +369,53 @@ def _assemble(raw: _Raw, edges: list[Any], assertions: dict[str, list[AssertionF
             column_edges.add((_reroot(c.upstream_field, prime), _reroot(c.downstream_field, prime)))
 
     assets = []
-    for primary, members in sorted(groups.items()):
-        facts = [_facts_of(u, raw.aspects.get(u, {})) for u in [primary, *members]]
+    empty: Json = {}
+    for primary, group in sorted(groups.items()):
+        members = list(group)
+        facts = [_facts_of(u, raw.aspects.get(u, empty)) for u in members]
         main = facts[0]
         columns = main["columns"] or next((f["columns"] for f in facts if f["columns"]), ())
-        fresh = [runs_by_output[u] for u in [primary, *members] if u in runs_by_output]
+        fresh = [runs_by_output[u] for u in members if u in runs_by_output]
         fresh += [(f["updated"], "DataHub lastModified/operation") for f in facts if f["updated"]]
         last = max(fresh) if fresh else (None, "")
         kind = primary.split(":")[2]
-        assets.append(AssetFacts(
-            urn=primary, entity_type=kind, platform=_platform(primary),
-            name=main["title"] or dataset_name(primary),
-            twins=tuple(sorted(set(members) - {primary})),
-            subtypes=_union(f["subtypes"] for f in facts),
-            description=main["description"] or next(
-                (f["description"] for f in facts if f["description"]), ""),
-            columns=columns, owners=_union(f["owners"] for f in facts),
-            domains=_union(f["domains"] for f in facts), tags=_union(f["tags"] for f in facts),
-            terms=_union(f["terms"] for f in facts),
-            structured_properties=main["structured"] or next(
-                (f["structured"] for f in facts if f["structured"]), ()),
-            assertions=tuple(sorted({a for u in [primary, *members] for a in assertions.get(u, [])},
-                                    key=lambda a: a.urn)),
-            incidents=tuple(sorted({i for u in [primary, *members] for i in incidents.get(u, [])},
-                                   key=lambda i: i.urn)),
-            last_updated_ms=last[0], last_updated_source=last[1],
-            upstreams=tuple(sorted(ups.get(primary, ()))),
-            downstreams=tuple(sorted(downs.get(primary, ()))),
-            properties=main["properties"],
-        ))
-    return MetadataContext(as_of_ms=as_of_ms, transport=transport, assets=tuple(assets),
-                           slices=tuple(raw.slices), column_edges=tuple(sorted(column_edges)))
+        assets.append(
+            AssetFacts(
+                urn=primary,
+                entity_type=kind,
+                platform=_platform(primary),
+                name=main["title"] or dataset_name(primary),
+                twins=tuple(members[1:]),
+                subtypes=_union(f["subtypes"] for f in facts),
+                description=main["description"]
+                or next((f["description"] for f in facts if f["description"]), ""),
+                columns=columns,
+                owners=_union(f["owners"] for f in facts),
+                domains=_union(f["domains"] for f in facts),
+                tags=_union(f["tags"] for f in facts),
+                terms=_union(f["terms"] for f in facts),
+                structured_properties=main["structured"]
+                or next((f["structured"] for f in facts if f["structured"]), ()),
+                assertions=tuple(
+                    sorted({a for u in members for a in assertions.get(u, ())}, key=lambda a: a.urn)
+                ),
+                incidents=tuple(
+                    sorted({i for u in members for i in incidents.get(u, ())}, key=lambda i: i.urn)
+                ),
+                last_updated_ms=last[0],
+                last_updated_source=last[1],
+                upstreams=tuple(sorted(ups.get(primary, ()))),
+                downstreams=tuple(sorted(downs.get(primary, ()))),
+                properties=main["properties"],
+            )
+        )
+    return MetadataContext(
+        as_of_ms=as_of_ms,
+        transport=transport,
+        assets=tuple(assets),
+        slices=tuple(raw.slices),
+        column_edges=tuple(sorted(column_edges)),
+    )
 
 
 def _reroot(field_urn: str, prime: Callable[[str], str]) -> str:

@@ -37,20 +37,28 @@ def summarize(graph: MetadataGraph) -> EstateSummary:
 
     datasets = graph.search(SearchQuery(entity_type="dataset"))
     aspects = graph.get_aspects(datasets, ["siblings", "ownership"])
-    secondary = {u for u, a in aspects.items()
-                 if a.get("siblings") and not a["siblings"].get("primary", False)}
+    secondary = {
+        u
+        for u, a in aspects.items()
+        if a.get("siblings") and not a["siblings"].get("primary", False)
+    }
     assets = [u for u in datasets if u not in secondary]
-    owners = {o["owner"] for u in assets for o in aspects.get(u, {}).get("ownership", {}).get(
-        "owners", [])}
+    owners = {
+        o["owner"]
+        for u in assets
+        for o in aspects.get(u, {}).get("ownership", {}).get("owners", [])
+    }
     owned = sum(1 for u in assets if aspects.get(u, {}).get("ownership", {}).get("owners"))
     edges = graph.lineage_edges()
     runs = graph.assertion_runs()
     return EstateSummary(
-        datasets=len(datasets), assets=len(assets),
+        datasets=len(datasets),
+        assets=len(assets),
         dashboards=len(graph.search(SearchQuery(entity_type="dashboard"))),
         lineage_edges=len({(e.upstream, e.downstream) for e in edges}),
         column_edges=len({c for e in edges for c in e.columns}),
         assertions=len(graph.search(SearchQuery(entity_type="assertion"))),
         failing_assertions=sum(1 for r in runs if r.result != "SUCCESS"),
-        owners=len(owners), owned_assets=owned,
+        owners=len(owners),
+        owned_assets=owned,
     )

@@ -98,57 +98,114 @@ def _diff_schema(d: _Diff, old: Json | None, new: Json | None, categories: set[s
                     renamed[old_path] = new_path
                     break
         for old_path, new_path in renamed.items():
-            d.add("TECHNICAL_SCHEMA", "MODIFY", field_urn(d.urn, new_path),
-                  {"fieldPath": new_path, "oldFieldPath": old_path,
-                   "nativeType": after[new_path].get("nativeDataType")},
-                  f"A field {old_path!r} was renamed to {new_path!r}.", "MAJOR")
+            d.add(
+                "TECHNICAL_SCHEMA",
+                "MODIFY",
+                field_urn(d.urn, new_path),
+                {
+                    "fieldPath": new_path,
+                    "oldFieldPath": old_path,
+                    "nativeType": after[new_path].get("nativeDataType"),
+                },
+                f"A field {old_path!r} was renamed to {new_path!r}.",
+                "MAJOR",
+            )
         for path in removed:
             if path not in renamed:
-                d.add("TECHNICAL_SCHEMA", "REMOVE", field_urn(d.urn, path),
-                      {"fieldPath": path, "nativeType": before[path].get("nativeDataType")},
-                      f"A field {path!r} was removed.", "MAJOR")
+                d.add(
+                    "TECHNICAL_SCHEMA",
+                    "REMOVE",
+                    field_urn(d.urn, path),
+                    {"fieldPath": path, "nativeType": before[path].get("nativeDataType")},
+                    f"A field {path!r} was removed.",
+                    "MAJOR",
+                )
         for path in added:
             if path not in renamed.values():
-                d.add("TECHNICAL_SCHEMA", "ADD", field_urn(d.urn, path),
-                      {"fieldPath": path, "nativeType": after[path].get("nativeDataType"),
-                       "nullable": bool(after[path].get("nullable", False))},
-                      f"A field {path!r} was added.", "MINOR")
+                d.add(
+                    "TECHNICAL_SCHEMA",
+                    "ADD",
+                    field_urn(d.urn, path),
+                    {
+                        "fieldPath": path,
+                        "nativeType": after[path].get("nativeDataType"),
+                        "nullable": bool(after[path].get("nullable", False)),
+                    },
+                    f"A field {path!r} was added.",
+                    "MINOR",
+                )
         for path in before.keys() & after.keys():
             if _field_type(before[path]) != _field_type(after[path]):
-                d.add("TECHNICAL_SCHEMA", "MODIFY", field_urn(d.urn, path),
-                      {"fieldPath": path, "oldNativeType": before[path].get("nativeDataType"),
-                       "newNativeType": after[path].get("nativeDataType")},
-                      f"The type of field {path!r} changed.", "MAJOR")
+                d.add(
+                    "TECHNICAL_SCHEMA",
+                    "MODIFY",
+                    field_urn(d.urn, path),
+                    {
+                        "fieldPath": path,
+                        "oldNativeType": before[path].get("nativeDataType"),
+                        "newNativeType": after[path].get("nativeDataType"),
+                    },
+                    f"The type of field {path!r} changed.",
+                    "MAJOR",
+                )
     for path in sorted(before.keys() & after.keys()):
         if "DOCUMENTATION" in categories and _desc(before[path]) != _desc(after[path]):
             _doc_event(d, field_urn(d.urn, path), _desc(before[path]), _desc(after[path]))
         if "TAG" in categories:
-            _set_events(d, "TAG", field_urn(d.urn, path),
-                        _ids(before[path].get("globalTags", {}).get("tags", []), "tag"),
-                        _ids(after[path].get("globalTags", {}).get("tags", []), "tag"), "tagUrn")
+            _set_events(
+                d,
+                "TAG",
+                field_urn(d.urn, path),
+                _ids(before[path].get("globalTags", {}).get("tags", []), "tag"),
+                _ids(after[path].get("globalTags", {}).get("tags", []), "tag"),
+                "tagUrn",
+            )
         if "GLOSSARY_TERM" in categories:
-            _set_events(d, "GLOSSARY_TERM", field_urn(d.urn, path),
-                        _ids(before[path].get("glossaryTerms", {}).get("terms", []), "urn"),
-                        _ids(after[path].get("glossaryTerms", {}).get("terms", []), "urn"),
-                        "termUrn")
+            _set_events(
+                d,
+                "GLOSSARY_TERM",
+                field_urn(d.urn, path),
+                _ids(before[path].get("glossaryTerms", {}).get("terms", []), "urn"),
+                _ids(after[path].get("glossaryTerms", {}).get("terms", []), "urn"),
+                "termUrn",
+            )
 
 
 def _doc_event(d: _Diff, target: str, old: str, new: str) -> None:
     op = "ADD" if not old else "REMOVE" if not new else "MODIFY"
-    d.add("DOCUMENTATION", op, target, {"description": new, "oldDescription": old},
-          f"Documentation of {target} {op.lower()}ed." if op != "MODIFY"
-          else f"Documentation of {target} changed.", "PATCH")
+    d.add(
+        "DOCUMENTATION",
+        op,
+        target,
+        {"description": new, "oldDescription": old},
+        f"Documentation of {target} {op.lower()}ed."
+        if op != "MODIFY"
+        else f"Documentation of {target} changed.",
+        "PATCH",
+    )
 
 
 def _set_events(
     d: _Diff, category: str, target: str, old: set[str], new: set[str], key: str
 ) -> None:
     for item in sorted(new - old):
-        d.add(category, "ADD", item, {key: item, "target": target},
-              f"{item} was added to {target}.", "MINOR")
+        d.add(
+            category,
+            "ADD",
+            item,
+            {key: item, "target": target},
+            f"{item} was added to {target}.",
+            "MINOR",
+        )
     for item in sorted(old - new):
-        d.add(category, "REMOVE", item, {key: item, "target": target},
-              f"{item} was removed from {target}.", "MINOR")
+        d.add(
+            category,
+            "REMOVE",
+            item,
+            {key: item, "target": target},
+            f"{item} was removed from {target}.",
+            "MINOR",
+        )
 
 
 def _owners(value: Json | None) -> set[str]:
@@ -169,18 +226,42 @@ def _diff_aspect(
     elif aspect == "ownership" and "OWNER" in categories:
         for key in sorted(_owners(new) - _owners(old)):
             owner, kind = key.split("|", 1)
-            d.add("OWNER", "ADD", owner, {"ownerUrn": owner, "ownerType": kind},
-                  f"{owner} was added as {kind or 'an owner'}.", "MINOR")
+            d.add(
+                "OWNER",
+                "ADD",
+                owner,
+                {"ownerUrn": owner, "ownerType": kind},
+                f"{owner} was added as {kind or 'an owner'}.",
+                "MINOR",
+            )
         for key in sorted(_owners(old) - _owners(new)):
             owner, kind = key.split("|", 1)
-            d.add("OWNER", "REMOVE", owner, {"ownerUrn": owner, "ownerType": kind},
-                  f"{owner} was removed as {kind or 'an owner'}.", "MINOR")
+            d.add(
+                "OWNER",
+                "REMOVE",
+                owner,
+                {"ownerUrn": owner, "ownerType": kind},
+                f"{owner} was removed as {kind or 'an owner'}.",
+                "MINOR",
+            )
     elif aspect == "globalTags" and "TAG" in categories:
-        _set_events(d, "TAG", d.urn, _ids((old or {}).get("tags", []), "tag"),
-                    _ids((new or {}).get("tags", []), "tag"), "tagUrn")
+        _set_events(
+            d,
+            "TAG",
+            d.urn,
+            _ids((old or {}).get("tags", []), "tag"),
+            _ids((new or {}).get("tags", []), "tag"),
+            "tagUrn",
+        )
     elif aspect == "glossaryTerms" and "GLOSSARY_TERM" in categories:
-        _set_events(d, "GLOSSARY_TERM", d.urn, _ids((old or {}).get("terms", []), "urn"),
-                    _ids((new or {}).get("terms", []), "urn"), "termUrn")
+        _set_events(
+            d,
+            "GLOSSARY_TERM",
+            d.urn,
+            _ids((old or {}).get("terms", []), "urn"),
+            _ids((new or {}).get("terms", []), "urn"),
+            "termUrn",
+        )
 
 
 def _bump(version: tuple[int, int, int], change: str) -> tuple[int, int, int]:
@@ -226,7 +307,13 @@ def derive(
         sem = _bump(sem, diff.change)
         if (start_ms is not None and ts < start_ms) or (end_ms is not None and ts > end_ms):
             continue
-        transactions.append(Transaction(
-            timestamp_ms=ts, sem_ver=".".join(map(str, sem)), sem_ver_change=diff.change,
-            version_stamp=",".join(sorted(stamps[ts])), events=tuple(diff.events)))
+        transactions.append(
+            Transaction(
+                timestamp_ms=ts,
+                sem_ver=".".join(map(str, sem)),
+                sem_ver_change=diff.change,
+                version_stamp=",".join(sorted(stamps[ts])),
+                events=tuple(diff.events),
+            )
+        )
     return transactions

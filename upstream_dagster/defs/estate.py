@@ -1,6 +1,5 @@
 """The demo estate as Dagster assets: raw feeds -> dbt models -> DataHub's own ingestion."""
 
-
 import json
 import shutil
 from collections.abc import Iterator, Mapping
@@ -25,16 +24,21 @@ class EstateTranslator(DagsterDbtTranslator):
 
 def _source_keys(manifest: Path) -> dict[dg.AssetKey, str]:
     data = json.loads(manifest.read_text())
-    return {dg.AssetKey([s["source_name"], s["name"]]): s.get("description") or s["name"]
-            for s in data["sources"].values()}
+    return {
+        dg.AssetKey([s["source_name"], s["name"]]): s.get("description") or s["name"]
+        for s in data["sources"].values()
+    }
 
 
 def _build_errors(run_results: Path) -> list[str]:
     if not run_results.exists():
         return ["dbt wrote no run_results.json"]
     results = json.loads(run_results.read_text())["results"]
-    return [f"{r['unique_id']}: {(r.get('message') or '').strip()[:300]}" for r in results
-            if r["status"] == "error" and not r["unique_id"].startswith(("test.", "unit_test."))]
+    return [
+        f"{r['unique_id']}: {(r.get('message') or '').strip()[:300]}"
+        for r in results
+        if r["status"] == "error" and not r["unique_id"].startswith(("test.", "unit_test."))
+    ]
 
 
 def _copy(src: Path, dst_dir: Path, *names: str) -> None:
@@ -50,8 +54,10 @@ def estate_assets(settings: Settings, manifest: Path) -> list[Any]:
 
     @dg.multi_asset(
         name="raw_feeds",
-        specs=[dg.AssetSpec(k, group_name="raw_feeds", description=f"Raw feed: {d}")
-               for k, d in sources.items()],
+        specs=[
+            dg.AssetSpec(k, group_name="raw_feeds", description=f"Raw feed: {d}")
+            for k, d in sources.items()
+        ],
         description="Generates the demo's raw shop and vendor feeds into DuckDB from a fixed "
         "seed, anchored to the one clock (UPSTREAM_CLOCK).",
     )
@@ -72,24 +78,29 @@ def estate_assets(settings: Settings, manifest: Path) -> list[Any]:
             raise BuildFailed(
                 "dbt build failed on " + "; ".join(errors[:3]),
                 f"fix the model SQL in {settings.dbt_source_dir}/models (the deployed copy is "
-                f"{settings.dbt_project_dir}), then re-run `make demo`")
+                f"{settings.dbt_project_dir}), then re-run `make demo`",
+            )
 
     @dg.asset(
-        deps=list(estate_dbt.keys), group_name="datahub", kinds={"datahub"},
+        deps=list(estate_dbt.keys),
+        group_name="datahub",
+        kinds={"datahub"},
         description="Runs DataHub's own dbt source (manifest, catalog, freshness, run results, "
         "meta_mapping to owners, domains, terms and tags) into the configured DataHub, so the "
         "graph follows the warehouse. On the embedded DataHub Lite it also links each dbt node "
         "to its warehouse table as siblings.",
     )
-    def datahub_metadata(context: dg.AssetExecutionContext,
-                         dbt: DbtCliResource) -> dg.MaterializeResult:
+    def datahub_metadata(
+        context: dg.AssetExecutionContext, dbt: DbtCliResource
+    ) -> dg.MaterializeResult:
         return ingest_estate(context, settings, dbt, manifest)
 
     return [raw_feeds, estate_dbt, datahub_metadata]
 
 
-def ingest_estate(context: dg.AssetExecutionContext, settings: Settings, dbt: DbtCliResource,
-                  manifest: Path) -> dg.MaterializeResult:
+def ingest_estate(
+    context: dg.AssetExecutionContext, settings: Settings, dbt: DbtCliResource, manifest: Path
+) -> dg.MaterializeResult:
     from upstream_dagster.datahub import open_graph
     from upstream_dagster.datahub.ingest import ingest_dbt
     from upstream_dagster.datahub.summary import summarize
@@ -101,8 +112,10 @@ def ingest_estate(context: dg.AssetExecutionContext, settings: Settings, dbt: Db
     docs = dbt.cli(["docs", "generate"], manifest=manifest, raise_on_error=False)
     docs.wait()
     if not (docs.target_path / "catalog.json").exists():
-        raise BuildFailed("`dbt docs generate` produced no catalog.json",
-                          "run `dbt docs generate` in the deployed project to see why")
+        raise BuildFailed(
+            "`dbt docs generate` produced no catalog.json",
+            "run `dbt docs generate` in the deployed project to see why",
+        )
     _copy(docs.target_path, settings.artifacts_dir, "manifest.json", "catalog.json")
     report = ingest_dbt(settings, settings.artifacts_dir)
     context.log.info(report.summary())
@@ -114,11 +127,13 @@ def ingest_estate(context: dg.AssetExecutionContext, settings: Settings, dbt: Db
     finally:
         graph.close()
     lines = "\n".join(summary.lines())
-    return dg.MaterializeResult(metadata={
-        **{k: dg.MetadataValue.int(v) for k, v in summary.as_dict().items()},
-        "records_landed": dg.MetadataValue.int(report.written),
-        "records_dropped": dg.MetadataValue.int(report.dropped),
-        "twin_pairs_linked": dg.MetadataValue.int(report.siblings_linked),
-        "transport": settings.backend,
-        "what DataHub holds": dg.MetadataValue.md(f"```\n{lines}\n```"),
-    })
+    return dg.MaterializeResult(
+        metadata={
+            **{k: dg.MetadataValue.int(v) for k, v in summary.as_dict().items()},
+            "records_landed": dg.MetadataValue.int(report.written),
+            "records_dropped": dg.MetadataValue.int(report.dropped),
+            "twin_pairs_linked": dg.MetadataValue.int(report.siblings_linked),
+            "transport": settings.backend,
+            "what DataHub holds": dg.MetadataValue.md(f"```\n{lines}\n```"),
+        }
+    )

@@ -42,8 +42,10 @@ def deploy_project(settings: Settings, *, force: bool = False) -> Path:
     """Copy the tracked dbt project into the state folder (again when ``force``)."""
     target = settings.dbt_project_dir
     if not (settings.dbt_source_dir / "dbt_project.yml").exists():
-        raise BuildFailed(f"no dbt project at {settings.dbt_source_dir}",
-                          "run from the project checkout or set UPSTREAM_DBT_SOURCE")
+        raise BuildFailed(
+            f"no dbt project at {settings.dbt_source_dir}",
+            "run from the project checkout or set UPSTREAM_DBT_SOURCE",
+        )
     if force and target.exists():
         shutil.rmtree(target)
     if not target.exists():
@@ -52,10 +54,22 @@ def deploy_project(settings: Settings, *, force: bool = False) -> Path:
 
 
 def run_dbt(settings: Settings, *args: str) -> subprocess.CompletedProcess[str]:
-    cmd = [dbt_executable(), *args, "--project-dir", str(settings.dbt_project_dir),
-           "--profiles-dir", str(settings.dbt_project_dir)]
-    return subprocess.run(cmd, cwd=settings.dbt_project_dir, env=dbt_env(settings),
-                          capture_output=True, text=True, check=False)
+    cmd = [
+        dbt_executable(),
+        *args,
+        "--project-dir",
+        str(settings.dbt_project_dir),
+        "--profiles-dir",
+        str(settings.dbt_project_dir),
+    ]
+    return subprocess.run(
+        cmd,
+        cwd=settings.dbt_project_dir,
+        env=dbt_env(settings),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
 
 
 def prepare_manifest(settings: Settings) -> Path:
@@ -63,8 +77,10 @@ def prepare_manifest(settings: Settings) -> Path:
     done = run_dbt(settings, "parse", "--quiet")
     if done.returncode != 0:
         tail = (done.stdout + done.stderr).strip().splitlines()[-8:]
-        raise BuildFailed("dbt could not parse the deployed project:\n    " + "\n    ".join(tail),
-                          f"fix the dbt project in {settings.dbt_source_dir} and run `make demo`")
+        raise BuildFailed(
+            "dbt could not parse the deployed project:\n    " + "\n    ".join(tail),
+            f"fix the dbt project in {settings.dbt_source_dir} and run `make demo`",
+        )
     return manifest_path(settings)
 
 
@@ -72,8 +88,12 @@ def _stale(manifest: Path, project: Path) -> bool:
     if not manifest.exists():
         return True
     built = manifest.stat().st_mtime
-    sources = [p for pattern in ("*.sql", "*.yml") for p in project.rglob(pattern)
-               if "target" not in p.relative_to(project).parts]
+    sources = [
+        p
+        for pattern in ("*.sql", "*.yml")
+        for p in project.rglob(pattern)
+        if "target" not in p.relative_to(project).parts
+    ]
     return any(p.stat().st_mtime > built for p in sources)
 
 

@@ -26,59 +26,106 @@ DAYS = 120
 # company's own application database, `vendor` the feeds third parties push to us.
 TABLES: dict[tuple[str, str], list[tuple[str, str]]] = {
     ("shop", "customers"): [
-        ("customer_id", "INTEGER"), ("email", "VARCHAR"), ("first_name", "VARCHAR"),
-        ("last_name", "VARCHAR"), ("country", "VARCHAR"), ("segment", "VARCHAR"),
-        ("signup_date", "DATE"), ("loaded_at", "TIMESTAMP"),
+        ("customer_id", "INTEGER"),
+        ("email", "VARCHAR"),
+        ("first_name", "VARCHAR"),
+        ("last_name", "VARCHAR"),
+        ("country", "VARCHAR"),
+        ("segment", "VARCHAR"),
+        ("signup_date", "DATE"),
+        ("loaded_at", "TIMESTAMP"),
     ],
     ("shop", "products"): [
-        ("product_id", "INTEGER"), ("sku", "VARCHAR"), ("product_name", "VARCHAR"),
-        ("category", "VARCHAR"), ("supplier_id", "INTEGER"), ("unit_price", "DECIMAL(10,2)"),
-        ("unit_cost", "DECIMAL(10,2)"), ("loaded_at", "TIMESTAMP"),
+        ("product_id", "INTEGER"),
+        ("sku", "VARCHAR"),
+        ("product_name", "VARCHAR"),
+        ("category", "VARCHAR"),
+        ("supplier_id", "INTEGER"),
+        ("unit_price", "DECIMAL(10,2)"),
+        ("unit_cost", "DECIMAL(10,2)"),
+        ("loaded_at", "TIMESTAMP"),
     ],
     ("shop", "orders"): [
-        ("order_id", "INTEGER"), ("customer_id", "INTEGER"), ("order_ts", "TIMESTAMP"),
-        ("status", "VARCHAR"), ("channel", "VARCHAR"), ("promo_code", "VARCHAR"),
+        ("order_id", "INTEGER"),
+        ("customer_id", "INTEGER"),
+        ("order_ts", "TIMESTAMP"),
+        ("status", "VARCHAR"),
+        ("channel", "VARCHAR"),
+        ("promo_code", "VARCHAR"),
         ("loaded_at", "TIMESTAMP"),
     ],
     ("shop", "order_items"): [
-        ("order_item_id", "INTEGER"), ("order_id", "INTEGER"), ("product_id", "INTEGER"),
-        ("quantity", "INTEGER"), ("unit_price", "DECIMAL(10,2)"), ("loaded_at", "TIMESTAMP"),
+        ("order_item_id", "INTEGER"),
+        ("order_id", "INTEGER"),
+        ("product_id", "INTEGER"),
+        ("quantity", "INTEGER"),
+        ("unit_price", "DECIMAL(10,2)"),
+        ("loaded_at", "TIMESTAMP"),
     ],
     ("shop", "payments"): [
-        ("payment_id", "INTEGER"), ("order_id", "INTEGER"), ("method", "VARCHAR"),
-        ("amount", "DECIMAL(12,2)"), ("paid_ts", "TIMESTAMP"), ("loaded_at", "TIMESTAMP"),
+        ("payment_id", "INTEGER"),
+        ("order_id", "INTEGER"),
+        ("method", "VARCHAR"),
+        ("amount", "DECIMAL(12,2)"),
+        ("paid_ts", "TIMESTAMP"),
+        ("loaded_at", "TIMESTAMP"),
     ],
     ("shop", "web_sessions"): [
-        ("session_id", "INTEGER"), ("customer_id", "INTEGER"), ("session_date", "DATE"),
-        ("traffic_source", "VARCHAR"), ("pageviews", "INTEGER"), ("converted", "BOOLEAN"),
+        ("session_id", "INTEGER"),
+        ("customer_id", "INTEGER"),
+        ("session_date", "DATE"),
+        ("traffic_source", "VARCHAR"),
+        ("pageviews", "INTEGER"),
+        ("converted", "BOOLEAN"),
         ("loaded_at", "TIMESTAMP"),
     ],
     ("shop", "returns"): [
-        ("return_id", "INTEGER"), ("order_id", "INTEGER"), ("order_item_id", "INTEGER"),
-        ("return_ts", "TIMESTAMP"), ("reason", "VARCHAR"), ("refund_amount", "DECIMAL(10,2)"),
+        ("return_id", "INTEGER"),
+        ("order_id", "INTEGER"),
+        ("order_item_id", "INTEGER"),
+        ("return_ts", "TIMESTAMP"),
+        ("reason", "VARCHAR"),
+        ("refund_amount", "DECIMAL(10,2)"),
         ("loaded_at", "TIMESTAMP"),
     ],
     ("vendor", "discounts"): [
-        ("discount_id", "INTEGER"), ("order_id", "INTEGER"), ("promo_code", "VARCHAR"),
-        ("discount_amt", "DECIMAL(10,2)"), ("applied_at", "TIMESTAMP"),
+        ("discount_id", "INTEGER"),
+        ("order_id", "INTEGER"),
+        ("promo_code", "VARCHAR"),
+        ("discount_amt", "DECIMAL(10,2)"),
+        ("applied_at", "TIMESTAMP"),
         ("loaded_at", "TIMESTAMP"),
     ],
     ("vendor", "promotions"): [
-        ("promo_code", "VARCHAR"), ("campaign", "VARCHAR"), ("discount_pct", "DECIMAL(5,2)"),
-        ("start_date", "DATE"), ("end_date", "DATE"), ("loaded_at", "TIMESTAMP"),
+        ("promo_code", "VARCHAR"),
+        ("campaign", "VARCHAR"),
+        ("discount_pct", "DECIMAL(5,2)"),
+        ("start_date", "DATE"),
+        ("end_date", "DATE"),
+        ("loaded_at", "TIMESTAMP"),
     ],
     ("vendor", "shipments"): [
-        ("shipment_id", "INTEGER"), ("order_id", "INTEGER"), ("carrier", "VARCHAR"),
-        ("shipped_ts", "TIMESTAMP"), ("delivered_ts", "TIMESTAMP"),
-        ("shipping_cost", "DECIMAL(10,2)"), ("loaded_at", "TIMESTAMP"),
+        ("shipment_id", "INTEGER"),
+        ("order_id", "INTEGER"),
+        ("carrier", "VARCHAR"),
+        ("shipped_ts", "TIMESTAMP"),
+        ("delivered_ts", "TIMESTAMP"),
+        ("shipping_cost", "DECIMAL(10,2)"),
+        ("loaded_at", "TIMESTAMP"),
     ],
     ("vendor", "suppliers"): [
-        ("supplier_id", "INTEGER"), ("supplier_name", "VARCHAR"), ("country", "VARCHAR"),
-        ("lead_time_days", "INTEGER"), ("loaded_at", "TIMESTAMP"),
+        ("supplier_id", "INTEGER"),
+        ("supplier_name", "VARCHAR"),
+        ("country", "VARCHAR"),
+        ("lead_time_days", "INTEGER"),
+        ("loaded_at", "TIMESTAMP"),
     ],
     ("vendor", "inventory"): [
-        ("snapshot_date", "DATE"), ("product_id", "INTEGER"), ("on_hand_qty", "INTEGER"),
-        ("reorder_point", "INTEGER"), ("loaded_at", "TIMESTAMP"),
+        ("snapshot_date", "DATE"),
+        ("product_id", "INTEGER"),
+        ("on_hand_qty", "INTEGER"),
+        ("reorder_point", "INTEGER"),
+        ("loaded_at", "TIMESTAMP"),
     ],
 }
 
@@ -133,34 +180,55 @@ def generate_rows(w: Window) -> dict[tuple[str, str], list[tuple[object, ...]]]:
 
     suppliers = rows[("vendor", "suppliers")]
     for sid in range(1, 26):
-        suppliers.append((sid, f"Supplier {sid:02d}", rng.choice(COUNTRIES),
-                          rng.randint(3, 30), w.snapshot()))
+        suppliers.append(
+            (sid, f"Supplier {sid:02d}", rng.choice(COUNTRIES), rng.randint(3, 30), w.snapshot())
+        )
 
     prices: dict[int, float] = {}
     for pid in range(1, 201):
         price = round(rng.uniform(5, 250), 2)
         prices[pid] = price
-        rows[("shop", "products")].append((
-            pid, f"SKU-{pid:05d}", f"{rng.choice(CATEGORIES).title()} item {pid}",
-            rng.choice(CATEGORIES), rng.randint(1, 25), price, round(price * rng.uniform(0.35, 0.7), 2),
-            w.snapshot(),
-        ))
+        rows[("shop", "products")].append(
+            (
+                pid,
+                f"SKU-{pid:05d}",
+                f"{rng.choice(CATEGORIES).title()} item {pid}",
+                rng.choice(CATEGORIES),
+                rng.randint(1, 25),
+                price,
+                round(price * rng.uniform(0.35, 0.7), 2),
+                w.snapshot(),
+            )
+        )
 
     for cid in range(1, 2001):
         signup = start - timedelta(days=rng.randint(0, 700))
-        rows[("shop", "customers")].append((
-            cid, f"customer{cid}@example.com", rng.choice(FIRST), rng.choice(LAST),
-            rng.choice(COUNTRIES), rng.choice(SEGMENTS), signup.date().isoformat(), w.snapshot(),
-        ))
+        rows[("shop", "customers")].append(
+            (
+                cid,
+                f"customer{cid}@example.com",
+                rng.choice(FIRST),
+                rng.choice(LAST),
+                rng.choice(COUNTRIES),
+                rng.choice(SEGMENTS),
+                signup.date().isoformat(),
+                w.snapshot(),
+            )
+        )
 
     promos = [f"PROMO{n:02d}" for n in range(1, 13)]
     for n, code in enumerate(promos):
         begin = start + timedelta(days=n * 9)
-        rows[("vendor", "promotions")].append((
-            code, f"campaign_{n % 4}", round(rng.choice([5, 10, 15, 20, 25]) * 1.0, 2),
-            begin.date().isoformat(), (begin + timedelta(days=30)).date().isoformat(),
-            w.snapshot(),
-        ))
+        rows[("vendor", "promotions")].append(
+            (
+                code,
+                f"campaign_{n % 4}",
+                round(rng.choice([5, 10, 15, 20, 25]) * 1.0, 2),
+                begin.date().isoformat(),
+                (begin + timedelta(days=30)).date().isoformat(),
+                w.snapshot(),
+            )
+        )
 
     order_id = item_id = discount_id = shipment_id = return_id = session_id = 0
     for d in range(DAYS):
@@ -171,53 +239,96 @@ def generate_rows(w: Window) -> dict[tuple[str, str], list[tuple[object, ...]]]:
             ts = day + timedelta(seconds=rng.randint(0, 86399))
             promo = rng.choice(promos) if rng.random() < 0.3 else None
             status = rng.choice(STATUSES)
-            rows[("shop", "orders")].append((order_id, rng.randint(1, 2000), ts, status,
-                                             rng.choice(CHANNELS), promo, w.loaded(ts)))
+            rows[("shop", "orders")].append(
+                (
+                    order_id,
+                    rng.randint(1, 2000),
+                    ts,
+                    status,
+                    rng.choice(CHANNELS),
+                    promo,
+                    w.loaded(ts),
+                )
+            )
             total = 0.0
             for _ in range(rng.randint(1, 4)):
                 item_id += 1
                 pid = rng.randint(1, 200)
                 qty = rng.randint(1, 3)
                 total += qty * prices[pid]
-                rows[("shop", "order_items")].append((item_id, order_id, pid, qty, prices[pid],
-                                                      w.loaded(ts)))
+                rows[("shop", "order_items")].append(
+                    (item_id, order_id, pid, qty, prices[pid], w.loaded(ts))
+                )
                 if status == "completed" and rng.random() < 0.04:
                     return_id += 1
                     rts = ts + timedelta(days=rng.randint(3, 20))
                     if rts < w.now:
-                        rows[("shop", "returns")].append((
-                            return_id, order_id, item_id, rts, rng.choice(REASONS),
-                            round(qty * prices[pid], 2), w.loaded(rts),
-                        ))
+                        rows[("shop", "returns")].append(
+                            (
+                                return_id,
+                                order_id,
+                                item_id,
+                                rts,
+                                rng.choice(REASONS),
+                                round(qty * prices[pid], 2),
+                                w.loaded(rts),
+                            )
+                        )
             discount = 0.0
             if promo:
                 discount_id += 1
                 discount = round(total * rng.choice([0.05, 0.1, 0.15, 0.2]), 2)
-                rows[("vendor", "discounts")].append((discount_id, order_id, promo, discount,
-                                                      ts, w.loaded(ts, 3.0)))
+                rows[("vendor", "discounts")].append(
+                    (discount_id, order_id, promo, discount, ts, w.loaded(ts, 3.0))
+                )
             if status != "cancelled":
-                rows[("shop", "payments")].append((order_id, order_id, rng.choice(METHODS),
-                                                   round(total - discount, 2),
-                                                   ts + timedelta(minutes=2), w.loaded(ts)))
+                rows[("shop", "payments")].append(
+                    (
+                        order_id,
+                        order_id,
+                        rng.choice(METHODS),
+                        round(total - discount, 2),
+                        ts + timedelta(minutes=2),
+                        w.loaded(ts),
+                    )
+                )
                 shipment_id += 1
                 shipped = ts + timedelta(hours=rng.randint(4, 48))
                 delivered = shipped + timedelta(hours=rng.randint(24, 120))
-                rows[("vendor", "shipments")].append((
-                    shipment_id, order_id, rng.choice(CARRIERS), min(shipped, w.now),
-                    delivered if delivered < w.now else None, round(rng.uniform(3, 18), 2),
-                    w.loaded(min(shipped, w.now), 4.0),
-                ))
+                rows[("vendor", "shipments")].append(
+                    (
+                        shipment_id,
+                        order_id,
+                        rng.choice(CARRIERS),
+                        min(shipped, w.now),
+                        delivered if delivered < w.now else None,
+                        round(rng.uniform(3, 18), 2),
+                        w.loaded(min(shipped, w.now), 4.0),
+                    )
+                )
         for _ in range(rng.randint(350, 450)):
             session_id += 1
-            rows[("shop", "web_sessions")].append((
-                session_id, rng.randint(1, 2000), day.date().isoformat(), rng.choice(SOURCES),
-                rng.randint(1, 30), rng.random() < 0.2, w.loaded(day + timedelta(hours=23)),
-            ))
+            rows[("shop", "web_sessions")].append(
+                (
+                    session_id,
+                    rng.randint(1, 2000),
+                    day.date().isoformat(),
+                    rng.choice(SOURCES),
+                    rng.randint(1, 30),
+                    rng.random() < 0.2,
+                    w.loaded(day + timedelta(hours=23)),
+                )
+            )
         for pid in range(1, 201):
-            rows[("vendor", "inventory")].append((
-                day.date().isoformat(), pid, rng.randint(0, 500), rng.randint(20, 80),
-                w.loaded(day + timedelta(hours=6)),
-            ))
+            rows[("vendor", "inventory")].append(
+                (
+                    day.date().isoformat(),
+                    pid,
+                    rng.randint(0, 500),
+                    rng.randint(20, 80),
+                    w.loaded(day + timedelta(hours=6)),
+                )
+            )
     return rows
 
 

@@ -1,0 +1,175 @@
+"""A generated estate of N datasets with layered lineage, written through DataHub Lite's own API.
+
+Shapes follow what DataHub's dbt source writes: properties with descriptions on most datasets,
+schemas, owners, tags, domains and terms on some, upstream lineage with column edges, and a
+dbt-style assertion with a run event on every fifth dataset. Deterministic for a given seed.
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+from typing import Any
+
+LAYERS = ("raw", "stg", "int", "fct", "agg")
+
+
+def urn(i: int) -> str:
+    layer = LAYERS[i % len(LAYERS)]
+    return f"urn:li:dataset:(urn:li:dataPlatform:dbt,gen.{layer}.{layer}_{i:06d},PROD)"
+
+
+def _field(dataset: str, path: str) -> str:
+    return f"urn:li:schemaField:({dataset},{path})"
+
+
+def aspects_for(i: int, n: int, rng: random.Random) -> list[tuple[str, str, dict[str, Any]]]:
+    me = urn(i)
+    out: list[tuple[str, str, dict[str, Any]]] = []
+    fields = [f"col_{k}" for k in range(rng.randint(5, 10))]
+    if rng.random() < 0.7:
+        out.append(
+            (
+                me,
+                "datasetProperties",
+                {
+                    "name": me.split(",")[1],
+                    "description": f"Generated dataset {i}",
+                    "customProperties": {"layer": LAYERS[i % 5]},
+                },
+            )
+        )
+    out.append(
+        (
+            me,
+            "schemaMetadata",
+            {
+                "schemaName": f"t{i}",
+                "platform": "urn:li:dataPlatform:dbt",
+                "version": 0,
+                "hash": "",
+                "platformSchema": {"com.linkedin.schema.MySqlDDL": {"tableSchema": ""}},
+                "fields": [
+                    {
+                        "fieldPath": f,
+                        "nullable": True,
+                        "nativeDataType": "INTEGER",
+                        "type": {"type": {"com.linkedin.schema.NumberType": {}}},
+                    }
+                    for f in fields
+                ],
+            },
+        )
+    )
+    if rng.random() < 0.4:
+        out.append(
+            (
+                me,
+                "ownership",
+                {
+                    "owners": [
+                        {"owner": f"urn:li:corpuser:u{rng.randint(1, 50)}", "type": "DATAOWNER"}
+                    ]
+                },
+            )
+        )
+    out.append((me, "globalTags", {"tags": [{"tag": f"urn:li:tag:tier{1 + i % 3}"}]}))
+    if rng.random() < 0.6:
+        out.append((me, "domains", {"domains": [f"urn:li:domain:d{i % 7}"]}))
+    if rng.random() < 0.3:
+        out.append(
+            (
+                me,
+                "glossaryTerms",
+                {
+                    "terms": [{"urn": "urn:li:glossaryTerm:Revenue"}],
+                    "auditStamp": {"time": 0, "actor": "urn:li:corpuser:x"},
+                },
+            )
+        )
+    if i >= len(LAYERS):
+        ups = sorted(
+            {
+                urn(i - len(LAYERS) * rng.randint(1, 3) + rng.randint(-1, 0))
+                for _ in range(rng.randint(1, 3))
+            }
+            - {me}
+        )
+        out.append(
+            (
+                me,
+                "upstreamLineage",
+                {
+                    "upstreams": [{"dataset": u, "type": "TRANSFORMED"} for u in ups],
+                    "fineGrainedLineages": [
+                        {
+                            "upstreamType": "FIELD_SET",
+                            "downstreamType": "FIELD",
+                            "upstreams": [_field(ups[0], "col_0")],
+                            "downstreams": [_field(me, "col_0")],
+                        }
+                    ],
+                },
+            )
+        )
+    if i % 5 == 0:
+        assertion = f"urn:li:assertion:gen{i:06d}"
+        out.append(
+            (
+                assertion,
+                "assertionInfo",
+                {
+                    "type": "CUSTOM",
+                    "customAssertion": {"type": "dbt", "entity": me, "field": _field(me, "col_0")},
+                },
+            )
+        )
+        out.append(
+            (
+                assertion,
+                "assertionRunEvent",
+                {
+                    "timestampMillis": 1_795_000_000_000 + i,
+                    "assertionUrn": assertion,
+                    "asserteeUrn": me,
+                    "runId": "gen",
+                    "status": "COMPLETE",
+                    "result": {"type": "SUCCESS"},
+                    "partitionSpec": {"partition": "FULL_TABLE_SNAPSHOT", "type": "FULL_TABLE"},
+                },
+            )
+        )
+    return out
+
+
+def generate(lite_file: Path, n: int, seed: int = 7) -> int:
+    """Write N datasets into a new Lite file; returns how many aspects were written."""
+    from upstream_dagster.datahub import _sdk
+
+    _sdk.prepare()
+    from datahub.lite.lite_util import get_datahub_lite
+
+    from upstream_dagster.datahub.mcp import build_mcp
+
+    lite_file.parent.mkdir(parents=True, exist_ok=True)
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{lite_file}{suffix}").unlink(missing_ok=True)
+    lite = get_datahub_lite(
+        {
+            "type": "sqlite",
+            "config": {
+                "file": str(lite_file),
+                "options": {"journal_mode": "WAL", "busy_timeout": 10000, "synchronous": "OFF"},
+            },
+        }
+    )
+    rng = random.Random(seed)
+    written = 0
+    try:
+        for i in range(n):
+            for entity, aspect, value in aspects_for(i, n, rng):
+                lite.write(build_mcp(entity, aspect, value))
+                written += 1
+    finally:
+        lite.close()
+    return written
