@@ -78,7 +78,7 @@ def test_recorded_search_pages_through_scroll_results(replay: Replay) -> None:
     graph = GmsGraph(HOST)
     replay.load("search_paged")
     urns = graph.search(
-        SearchQuery(platforms=("dbt",), domains=("urn:li:domain:finance",), name="fct_*")
+        SearchQuery(platforms=("dbt",), domains=("urn:li:domain:finance",), names=("fct_*",))
     )
     assert urns == ["urn:li:dataset:(urn:li:dataPlatform:dbt,acme.marts.fct_invoices,PROD)", LEDGER]
     assert graph.counter.calls == 2  # one HTTP request per page

@@ -45,14 +45,14 @@ def test_aspects_for_many_urns_come_back_in_one_call(graph: MetadataGraph) -> No
     ("query", "expected"),
     [
         (
-            SearchQuery(platforms=("dbt",), name="fct_*"),
+            SearchQuery(platforms=("dbt",), names=("fct_*",)),
             {
                 DBT.format(f"marts.fct_{n}")
                 for n in ("orders", "order_items", "payments", "returns", "shipments")
             },
         ),
         (
-            SearchQuery(domains=("urn:li:domain:logistics",), name="fct_*"),
+            SearchQuery(domains=("urn:li:domain:logistics",), names=("fct_*",)),
             {DBT.format("marts.fct_shipments")},
         ),
         (
@@ -66,7 +66,7 @@ def test_aspects_for_many_urns_come_back_in_one_call(graph: MetadataGraph) -> No
                 DBT.format("marts.agg_promotion_effectiveness"),
             },
         ),
-        (SearchQuery(name="marts.agg_daily_*", platforms=("dbt",)), {REVENUE}),
+        (SearchQuery(names=("marts.agg_daily_*",), platforms=("dbt",)), {REVENUE}),
         (
             SearchQuery(urns=(REVENUE, "urn:li:dataset:(urn:li:dataPlatform:dbt,nope,PROD)")),
             {REVENUE},

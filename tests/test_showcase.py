@@ -24,8 +24,12 @@ def showcase_state(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]
     state = tmp_path_factory.mktemp("showcase")
     done = subprocess.run(
         [sys.executable, "-m", "upstream_dagster.cli", "load-estate", str(SHOWCASE)],
-        env={**os.environ, "UPSTREAM_STATE_DIR": str(state)}, capture_output=True, text=True,
-        timeout=600, cwd=ROOT)
+        env={**os.environ, "UPSTREAM_STATE_DIR": str(state)},
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=ROOT,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     return state, done.stdout
 

@@ -174,8 +174,8 @@ class GmsGraph:
             r["entity"]["urn"]
             for r in self._scroll(SEARCH, "scrollAcrossEntities", {"input": payload})
         ]
-        if query.name:
-            urns = [u for u in urns if name_matches(u, query.name)]
+        if query.names:
+            urns = [u for u in urns if any(name_matches(u, n) for n in query.names)]
         return sorted(dict.fromkeys(urns))
 
     # -- lineage --------------------------------------------------------------------------

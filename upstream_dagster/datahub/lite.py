@@ -225,9 +225,11 @@ class LiteGraph:
             params.extend(
                 f"urn:li:{query.entity_type}:(urn:li:dataPlatform:{p},%" for p in query.platforms
             )
-        if query.name:
-            where.append("upstream_name_match(a.urn, ?)")
-            params.append(query.name)
+        if query.names:
+            where.append(
+                "(" + " OR ".join(["upstream_name_match(a.urn, ?)"] * len(query.names)) + ")"
+            )
+            params.extend(query.names)
         if query.urns:
             where.append(f"a.urn IN ({_marks(query.urns)})")
             params.extend(query.urns)

@@ -94,11 +94,11 @@ class Receipt:
 
 @dataclass(frozen=True)
 class SearchQuery:
-    """Keys are ANDed. Lists inside one key are ORed. ``name`` is a glob over the dataset name."""
+    """Keys are ANDed. Lists inside one key are ORed. ``names`` are globs over dataset names."""
 
     entity_type: str = "dataset"
     platforms: tuple[str, ...] = ()
-    name: str | None = None
+    names: tuple[str, ...] = ()
     domains: tuple[str, ...] = ()
     tags: tuple[str, ...] = ()
     terms: tuple[str, ...] = ()

@@ -1,0 +1,123 @@
+"""Scoring per check, not per asset: per tier, per requirement, and overall.
+
+A check that cannot be evaluated counts as a check that did not pass (a requirement nobody can
+demonstrate is not met) and is shown in its own column, never folded into a silent zero.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from upstream_dagster.conformance.context import MetadataContext
+from upstream_dagster.conformance.requirements import CheckResult, evaluate
+from upstream_dagster.conformance.scope import Scope
+from upstream_dagster.spec.models import EstateSpec
+
+
+@dataclass(frozen=True)
+class Tally:
+    assets: int
+    checks: int
+    passed: int
+    not_evaluable: int
+
+    @property
+    def percent(self) -> float:
+        return round(100.0 * self.passed / self.checks, 2) if self.checks else 0.0
+
+
+@dataclass(frozen=True)
+class Dial:
+    as_of_ms: int
+    by_tier: tuple[tuple[str, Tally], ...]
+    by_requirement: tuple[tuple[str, Tally], ...]
+    overall: Tally
+    results: tuple[CheckResult, ...]
+    unmatched: tuple[str, ...]
+
+    def failures(self) -> tuple[CheckResult, ...]:
+        return tuple(r for r in self.results if r.status != "pass")
+
+
+def _tally(results: Iterable[CheckResult]) -> Tally:
+    rows = list(results)
+    return Tally(
+        assets=len({r.asset for r in rows}),
+        checks=len(rows),
+        passed=sum(r.status == "pass" for r in rows),
+        not_evaluable=sum(r.status == "not_evaluable" for r in rows),
+    )
+
+
+def score(ctx: MetadataContext, spec: EstateSpec, scope: Scope, now_ms: int) -> Dial:
+    tiers = {t.name: t for t in spec.tiers}
+    results: list[CheckResult] = []
+    for urn, tier in scope.tier_of:
+        asset = ctx.by_urn.get(urn)
+        if asset is not None:
+            results.extend(evaluate(asset, tier, tiers[tier].requirements, now_ms))
+    results.sort(key=lambda r: (r.tier, r.asset, r.requirement))
+    by_tier: dict[str, list[CheckResult]] = defaultdict(list)
+    by_req: dict[str, list[CheckResult]] = defaultdict(list)
+    for r in results:
+        by_tier[r.tier].append(r)
+        by_req[r.requirement].append(r)
+    tier_rows = tuple((t.name, _tally(by_tier.get(t.name, []))) for t in spec.tiers)
+    req_order = [name for t in spec.tiers for name in t.requirements.active()]
+    req_rows = tuple((name, _tally(by_req[name])) for name in dict.fromkeys(req_order))
+    return Dial(
+        as_of_ms=now_ms,
+        by_tier=tier_rows,
+        by_requirement=req_rows,
+        overall=_tally(results),
+        results=tuple(results),
+        unmatched=scope.unmatched,
+    )
+
+
+def _row(label: str, t: Tally, width: int) -> str:
+    ne = f"  {t.not_evaluable:>3} not evaluable" if t.not_evaluable else ""
+    return (
+        f"{label:<{width}} {t.assets:>5} assets {t.checks:>6} checks {t.passed:>6} passed "
+        f"{t.percent:>6.1f}%{ne}"
+    )
+
+
+def render(dial: Dial) -> str:
+    """The dial as plain text: identical bytes for identical inputs, on every machine."""
+    width = max([len(n) for n, _ in dial.by_tier + dial.by_requirement] + [len("overall")])
+    lines = [_row(name, tally, width) for name, tally in dial.by_tier]
+    lines.append(_row("overall", dial.overall, width))
+    lines.append("")
+    lines.append("by requirement")
+    lines.extend(_row(name, tally, width) for name, tally in dial.by_requirement)
+    if dial.unmatched:
+        lines.append("")
+        lines.append(
+            f"{len(dial.unmatched)} datasets match no tier (not scored): "
+            + ", ".join(u.split(",")[1] if "," in u else u for u in dial.unmatched[:8])
+            + (" ..." if len(dial.unmatched) > 8 else "")
+        )
+    return "\n".join(lines) + "\n"
+
+
+def render_markdown(dial: Dial) -> str:
+    head = (
+        "| | assets | checks | passed | not evaluable | percent |\n|---|---:|---:|---:|---:|---:|\n"
+    )
+
+    def rows(items: Iterable[tuple[str, Tally]]) -> str:
+        return "".join(
+            f"| {n} | {t.assets} | {t.checks} | {t.passed} | {t.not_evaluable} | "
+            f"{t.percent:.1f}% |\n"
+            for n, t in items
+        )
+
+    overall = rows([("**overall**", dial.overall)])
+    text = "### By tier\n\n" + head + rows(dial.by_tier) + overall
+    text += "\n### By requirement\n\n" + head + rows(dial.by_requirement)
+    if dial.unmatched:
+        text += f"\n{len(dial.unmatched)} datasets match no tier and are not scored.\n"
+    return text

@@ -1,0 +1,137 @@
+"""Load estate.yaml; every error names the file, the line, and the fix."""
+
+from __future__ import annotations
+
+import difflib
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from upstream_dagster.errors import UpstreamError
+from upstream_dagster.spec.models import EstateSpec
+
+Loc = tuple[str | int, ...]
+
+
+class SpecError(UpstreamError):
+    def __init__(self, file: Path, line: int | None, problem: str, fix: str) -> None:
+        self.file, self.line = file, line
+        where = f"{file}:{line}" if line else str(file)
+        super().__init__(f"{where}: {problem}", fix)
+
+
+def _lines(node: yaml.Node, loc: Loc = (), out: dict[Loc, int] | None = None) -> dict[Loc, int]:
+    """Map every key path in the YAML document to its 1-based line."""
+    out = {} if out is None else out
+    out.setdefault(loc, node.start_mark.line + 1)
+    if isinstance(node, yaml.MappingNode):
+        for key, value in node.value:
+            path = (*loc, str(key.value))
+            out[path] = key.start_mark.line + 1
+            _lines(value, path, out)
+    elif isinstance(node, yaml.SequenceNode):
+        for index, item in enumerate(node.value):
+            _lines(item, (*loc, index), out)
+    return out
+
+
+def _line_of(lines: dict[Loc, int], loc: Loc) -> int | None:
+    for end in range(len(loc), -1, -1):
+        if loc[:end] in lines:
+            return lines[loc[:end]]
+    return None
+
+
+def _model_at(loc: Loc) -> type[BaseModel] | None:
+    """The model that owns the mapping at ``loc`` (for 'did you mean' suggestions)."""
+    model: Any = EstateSpec
+    for part in loc:
+        if isinstance(part, int):
+            continue
+        field = model.model_fields.get(part) if hasattr(model, "model_fields") else None
+        if field is None:
+            return None
+        annotation = field.annotation
+        args = getattr(annotation, "__args__", ())
+        model = next(
+            (a for a in (annotation, *args) if isinstance(a, type) and issubclass(a, BaseModel)),
+            None,
+        )
+        if model is None:
+            return None
+    return model if isinstance(model, type) else None
+
+
+def _describe(error: Any, lines: dict[Loc, int], file: Path) -> SpecError:
+    loc: Loc = tuple(error["loc"])
+    dotted = ".".join(str(p) if isinstance(p, str) else f"[{p}]" for p in loc).replace(".[", "[")
+    kind = error["type"]
+    if kind == "extra_forbidden":
+        key = str(loc[-1])
+        owner = _model_at(loc[:-1])
+        known = list(owner.model_fields) if owner else []
+        near = difflib.get_close_matches(key, known, n=1)
+        hint = f"did you mean {near[0]!r}? " if near else ""
+        what = "requirement" if owner and owner.__name__ == "Requirements" else "key"
+        return SpecError(
+            file,
+            _line_of(lines, loc),
+            f"unknown {what} {key!r} at {dotted}",
+            f"{hint}valid here: {', '.join(known)}",
+        )
+    if kind == "missing":
+        return SpecError(
+            file,
+            _line_of(lines, loc[:-1]),
+            f"{dotted} is required but missing",
+            f"add '{loc[-1]}:' here (see the commented estate.yaml for an example)",
+        )
+    message = str(error["msg"]).removeprefix("Value error, ")
+    got = error.get("input")
+    shown = f" (got {got!r})" if not isinstance(got, dict | list) else ""
+    fix = (
+        "change the value at that line as the message says"
+        if kind == "value_error"
+        else f"give {dotted} a value of the expected type (see the commented estate.yaml)"
+    )
+    return SpecError(file, _line_of(lines, loc), f"{dotted}: {message}{shown}", fix)
+
+
+def load_estate(path: Path | str) -> EstateSpec:
+    file = Path(path)
+    if not file.exists():
+        raise SpecError(
+            file,
+            None,
+            "the estate file does not exist",
+            "create it (see estate.yaml in the project for a commented example) or "
+            "pass --estate PATH",
+        )
+    text = file.read_text()
+    try:
+        node = yaml.compose(text)
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise SpecError(
+            file,
+            mark.line + 1 if mark else None,
+            f"invalid YAML: {problem}",
+            "fix the YAML syntax at that line (indentation, a missing ':' or quote)",
+        ) from exc
+    if node is None or not isinstance(data, dict):
+        raise SpecError(
+            file,
+            1,
+            "the file holds no mapping of settings",
+            "start with 'version: 1' and a 'tiers:' list",
+        )
+    try:
+        return EstateSpec.model_validate(data)
+    except ValidationError as exc:
+        # A misspelt key also makes its correct spelling "missing": report the misspelling.
+        first = sorted(exc.errors(), key=lambda e: e["type"] != "extra_forbidden")[0]
+        raise _describe(first, _lines(node), file) from exc

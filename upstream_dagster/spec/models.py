@@ -1,0 +1,150 @@
+"""The models behind estate.yaml. Strict: an unknown key is an error, never ignored.
+
+New blocks are added as optional fields with defaults, so files written for an older Upstream
+keep loading. A dataset belongs to the first tier (in file order) whose selectors match it.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+_GLOB = re.compile(r"^[A-Za-z0-9_.*?\[\]!\-]+$")
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def _check_glob(pattern: str) -> str:
+    if not pattern or not _GLOB.match(pattern):
+        raise ValueError(
+            f"name pattern {pattern!r} is not a glob over dataset names; use letters, digits, "
+            "'_', '.', '-' and the wildcards * ? [abc], e.g. 'fct_*' or 'marts.agg_*'"
+        )
+    depth = 0
+    for char in pattern:
+        depth += {"[": 1, "]": -1}.get(char, 0)
+        if depth not in (0, 1):
+            raise ValueError(f"name pattern {pattern!r} has a misplaced ']' or nested '['")
+    if depth:
+        raise ValueError(f"name pattern {pattern!r} opens a '[' it never closes")
+    if ".." in pattern or pattern.startswith(".") or pattern.endswith("."):
+        raise ValueError(f"name pattern {pattern!r} has an empty part between dots")
+    return pattern
+
+
+class Selector(Strict):
+    """One selector: every key given must match (AND). A tier's list of selectors is an OR."""
+
+    domains: list[str] = Field(default_factory=list, description="domain names or URNs")
+    names: list[str] = Field(default_factory=list, description="globs over dataset names")
+    platforms: list[str] = Field(default_factory=list, description="e.g. dbt, snowflake")
+    tags: list[str] = Field(default_factory=list, description="tag names or URNs")
+    terms: list[str] = Field(default_factory=list, description="glossary term names or URNs")
+    owners: list[str] = Field(default_factory=list, description="user names or URNs")
+    urns: list[str] = Field(default_factory=list, description="explicit dataset URNs")
+
+    @field_validator("names")
+    @classmethod
+    def _globs(cls, names: list[str]) -> list[str]:
+        return [_check_glob(n) for n in names]
+
+    @field_validator("urns")
+    @classmethod
+    def _urns(cls, urns: list[str]) -> list[str]:
+        for urn in urns:
+            if not urn.startswith("urn:li:"):
+                raise ValueError(f"{urn!r} is not a DataHub URN (they start with 'urn:li:')")
+        return urns
+
+    @model_validator(mode="after")
+    def _not_empty(self) -> Selector:
+        if not any(getattr(self, f) for f in type(self).model_fields):
+            raise ValueError(
+                "an empty selector would match every dataset; give at least one of "
+                + ", ".join(type(self).model_fields)
+            )
+        return self
+
+
+class Requirements(Strict):
+    require_owner: bool = False
+    require_description: bool = False
+    require_glossary_term: bool = False
+    require_domain: bool = False
+    require_tags: list[str] = Field(default_factory=list)
+    min_assertions: int = Field(default=0, ge=0)
+    freshness_sla_hours: float | None = Field(default=None, gt=0)
+    max_open_incident_hours: float | None = Field(default=None, gt=0)
+    required_structured_properties: list[str] = Field(default_factory=list)
+
+    def active(self) -> list[str]:
+        """The requirements this tier actually asks for, in a stable order."""
+        out = []
+        for name in type(self).model_fields:
+            value = getattr(self, name)
+            if value not in (False, None, 0, []):
+                out.append(name)
+        return out
+
+
+class Tier(Strict):
+    name: str = Field(min_length=1)
+    description: str = ""
+    match: list[Selector] = Field(min_length=1)
+    requirements: Requirements
+
+    @model_validator(mode="after")
+    def _asks_something(self) -> Tier:
+        if not self.requirements.active():
+            raise ValueError(
+                f"tier {self.name!r} has no requirements: an empty tier scores "
+                "nothing; add at least one, e.g. 'require_owner: true'"
+            )
+        return self
+
+
+class Budgets(Strict):
+    datahub_reads: int = Field(default=200, gt=0)
+    forensic_queries: int = Field(default=20, ge=0)
+    model_calls: int = Field(default=0, ge=0)
+
+
+class ReliabilityPolicy(Strict):
+    min_confidence_to_remediate: float = Field(default=0.7, ge=0, le=1)
+    immunize_on_resolve: bool = True
+    budgets: Budgets = Field(default_factory=Budgets)
+
+
+class RiskPolicy(Strict):
+    """Names the business-critical parts of the graph; risk never guesses them from names."""
+
+    critical_domains: list[str] = Field(default_factory=list)
+    critical_terms: list[str] = Field(default_factory=list)
+
+
+class Policies(Strict):
+    actuation: Literal["dry-run", "ratify", "auto"] = "ratify"
+    max_proposals_per_run: int = Field(default=25, gt=0)
+    approvers: list[str] = Field(default_factory=list)
+    max_auto_risk: float = Field(default=0.3, ge=0, le=1)
+    reliability: ReliabilityPolicy = Field(default_factory=ReliabilityPolicy)
+    risk: RiskPolicy = Field(default_factory=RiskPolicy)
+
+
+class EstateSpec(Strict):
+    version: Literal[1] = 1
+    tiers: list[Tier] = Field(min_length=1)
+    policies: Policies = Field(default_factory=Policies)
+
+    @model_validator(mode="after")
+    def _unique_tiers(self) -> EstateSpec:
+        seen: set[str] = set()
+        for tier in self.tiers:
+            if tier.name in seen:
+                raise ValueError(f"two tiers are named {tier.name!r}; tier names must be unique")
+            seen.add(tier.name)
+        return self
