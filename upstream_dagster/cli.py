@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -42,7 +42,7 @@ def _print_summary(settings: settings_mod.Settings) -> None:
         out.print("  " + line)
 
 
-def run_job(settings: settings_mod.Settings, job_name: str) -> None:
+def run_job(settings: settings_mod.Settings, job_name: str) -> Any:
     from upstream_dagster.definitions import build
     from upstream_dagster.runtime import dagster_instance, failure_message
 
@@ -57,6 +57,7 @@ def run_job(settings: settings_mod.Settings, job_name: str) -> None:
             "read the message above; the run's full log is in the Dagster UI "
             f"(`make ui`), run id {result.run_id}",
         )
+    return result
 
 
 @app.command()
@@ -74,6 +75,30 @@ def demo() -> None:
         _print_summary(settings)
     except UpstreamError as exc:
         _fail(exc)
+
+
+EstateOption = Annotated[
+    Path | None, typer.Option("--estate", help="The estate file to score (default: estate.yaml).")
+]
+
+
+@app.command()
+def score(estate: EstateOption = None) -> None:
+    """Score estate.yaml against DataHub and print the dial (per tier, per requirement)."""
+    import os
+
+    from upstream_dagster.conformance.score import render
+    from upstream_dagster.spec import load_estate
+
+    if estate is not None:
+        os.environ["UPSTREAM_ESTATE"] = str(estate.resolve())
+    settings = settings_mod.load()
+    try:
+        load_estate(settings.estate_file)  # a bad file fails here, with file:line and fix
+        result = run_job(settings, "score")
+    except UpstreamError as exc:
+        _fail(exc)
+    out.print(render(result.output_for_node("conformance")), end="", markup=False, highlight=False)
 
 
 @app.command()

@@ -12,6 +12,7 @@ import dagster as dg
 from dagster_dbt import DbtCliResource
 
 from upstream_dagster import settings as settings_mod
+from upstream_dagster.defs.conformance import conformance_defs
 from upstream_dagster.defs.estate import estate_assets
 from upstream_dagster.demo.deploy import ensure_ready
 
@@ -33,9 +34,26 @@ def build(settings: settings_mod.Settings) -> dg.Definitions:
         description="Rebuild the dbt models over the raw feeds as they are now (for example "
         "after a scenario changed them) and re-ingest into DataHub.",
     )
+    score_assets, score_checks = conformance_defs(settings)
+    score_job = dg.define_asset_job(
+        "score",
+        selection=dg.AssetSelection.assets(*score_assets),
+        description="Score estate.yaml against DataHub: read the graph, compute the dial, rank "
+        "the violations by risk. `upstream score` runs it; the nightly schedule runs it at 02:00.",
+    )
+    nightly = dg.ScheduleDefinition(
+        name="nightly_score",
+        job=score_job,
+        cron_schedule="0 2 * * *",
+        execution_timezone="UTC",
+        default_status=dg.DefaultScheduleStatus.RUNNING,
+        description="The nightly score, so the dial's history plots in the UI.",
+    )
     return dg.Definitions(
-        assets=[raw_feeds, estate_dbt, datahub_metadata],
-        jobs=[build_job, refresh_job],
+        assets=[raw_feeds, estate_dbt, datahub_metadata, *score_assets],
+        asset_checks=score_checks,
+        jobs=[build_job, refresh_job, score_job],
+        schedules=[nightly],
         resources={
             "dbt": DbtCliResource(
                 project_dir=str(settings.dbt_project_dir),

@@ -20,6 +20,7 @@ class Settings:
     gms_url: str | None
     gms_token: str | None
     dbt_source_dir: Path
+    estate_file: Path
 
     # Everything Upstream keeps on disk lives under state_dir (git-ignored), never in $HOME.
     @property
@@ -58,10 +59,12 @@ def load() -> Settings:
     root = Path(os.environ.get("UPSTREAM_PROJECT_ROOT", PROJECT_ROOT)).resolve()
     state = Path(os.environ.get("UPSTREAM_STATE_DIR", root / ".upstream")).resolve()
     dbt_src = Path(os.environ.get("UPSTREAM_DBT_SOURCE", root / "dbt_demo")).resolve()
+    estate = Path(os.environ.get("UPSTREAM_ESTATE", root / "estate.yaml")).resolve()
     return Settings(
         project_root=root,
         state_dir=state,
         gms_url=os.environ.get("DATAHUB_GMS_URL") or None,
         gms_token=os.environ.get("DATAHUB_GMS_TOKEN") or None,
         dbt_source_dir=dbt_src,
+        estate_file=estate,
     )

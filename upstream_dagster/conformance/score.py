@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from upstream_dagster.conformance.context import MetadataContext
 from upstream_dagster.conformance.requirements import CheckResult, evaluate
-from upstream_dagster.conformance.scope import Scope
+from upstream_dagster.conformance.scope import Scope, SelectorHit
 from upstream_dagster.spec.models import EstateSpec
 
 
@@ -36,6 +36,7 @@ class Dial:
     overall: Tally
     results: tuple[CheckResult, ...]
     unmatched: tuple[str, ...]
+    selector_hits: tuple[SelectorHit, ...] = ()
 
     def failures(self) -> tuple[CheckResult, ...]:
         return tuple(r for r in self.results if r.status != "pass")

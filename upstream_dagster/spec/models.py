@@ -11,7 +11,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-_GLOB = re.compile(r"^[A-Za-z0-9_.*?\[\]!\-]+$")
+_GLOB = re.compile(r"^[A-Za-z0-9_.*?\[\]!/\-]+$")
 
 
 class Strict(BaseModel):
@@ -22,7 +22,7 @@ def _check_glob(pattern: str) -> str:
     if not pattern or not _GLOB.match(pattern):
         raise ValueError(
             f"name pattern {pattern!r} is not a glob over dataset names; use letters, digits, "
-            "'_', '.', '-' and the wildcards * ? [abc], e.g. 'fct_*' or 'marts.agg_*'"
+            "'_', '.', '-', '/' and the wildcards * ? [abc], e.g. 'fct_*' or 'marts.agg_*'"
         )
     depth = 0
     for char in pattern:
