@@ -22,9 +22,9 @@ def conformance_defs(
         group_name=GROUP,
         kinds={"yaml"},
         description=(
-            "estate.yaml, validated: the tiers of assets, the requirements each tier must meet, and "
-            "the policies (actuation, approvers, risk, reliability budgets). Errors name file, line "
-            "and fix."
+            "estate.yaml, validated: the tiers of assets, the requirements each tier must "
+            "meet, and the policies (actuation, approvers, risk, reliability budgets). Errors "
+            "name file, line and fix."
         ),
     )
     def estate_spec(context: dg.AssetExecutionContext) -> dg.Output[EstateSpec]:
@@ -86,9 +86,10 @@ def conformance_defs(
     @dg.asset(
         group_name=GROUP,
         description=(
-            "The dial: estate.yaml scored against DataHub per check, by tier, by requirement and "
-            "overall. Tier selectors resolve through DataHub search on every run, so a new model is "
-            "in scope with no configuration change. Plots overall and per-tier percent over time."
+            "The dial: estate.yaml scored against DataHub per check, by tier, by requirement "
+            "and overall. Tier selectors resolve through DataHub search on every run, so a new "
+            "model is in scope with no configuration change. Plots overall and per-tier percent "
+            "over time."
         ),
     )
     def conformance(
@@ -121,8 +122,8 @@ def conformance_defs(
     @dg.asset(
         group_name=GROUP,
         description=(
-            "Every failing or unevaluable check, ranked by risk computed from graph facts; each row "
-            "shows the arithmetic behind its risk."
+            "Every failing or unevaluable check, ranked by risk computed from graph facts; "
+            "each row shows the arithmetic behind its risk."
         ),
     )
     def violations(
