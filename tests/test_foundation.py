@@ -41,8 +41,8 @@ def test_workspace_loads_with_dbt_and_ingest_assets(shared_estate: Settings) -> 
     keys = {k.to_user_string() for k in defs.resolve_all_asset_keys()}
     assert {
         "datahub_metadata",
-        "agg_daily_revenue",
-        "stg_vendor_discounts",
+        "marts/agg_daily_revenue",
+        "staging/stg_vendor_discounts",
         "vendor/discounts",
     } <= keys
     assert {j.name for j in defs.resolve_all_job_defs()} >= {"estate_build", "estate_refresh"}

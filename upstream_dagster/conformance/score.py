@@ -75,6 +75,7 @@ def score(ctx: MetadataContext, spec: EstateSpec, scope: Scope, now_ms: int) -> 
         overall=_tally(results),
         results=tuple(results),
         unmatched=scope.unmatched,
+        selector_hits=scope.selector_hits,
     )
 
 

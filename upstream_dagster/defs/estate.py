@@ -22,8 +22,7 @@ class EstateTranslator(DagsterDbtTranslator):
         return str(fqn[1]) if len(fqn) > 2 else "dbt"
 
 
-def _source_keys(manifest: Path) -> dict[dg.AssetKey, str]:
-    data = json.loads(manifest.read_text())
+def _source_keys(data: dict[str, Any]) -> dict[dg.AssetKey, str]:
     return {
         dg.AssetKey([s["source_name"], s["name"]]): s.get("description") or s["name"]
         for s in data["sources"].values()
@@ -48,7 +47,10 @@ def _copy(src: Path, dst_dir: Path, *names: str) -> None:
             shutil.copy2(src / name, dst_dir / name)
 
 
-def estate_assets(settings: Settings, manifest: Path) -> list[Any]:
+def estate_assets(settings: Settings, manifest_file: Path) -> list[Any]:
+    # The parsed manifest, not its path: dagster-dbt caches manifests by path within a process,
+    # and the deployed project is re-parsed in place when it changes.
+    manifest: dict[str, Any] = json.loads(manifest_file.read_text())
     translator = EstateTranslator()
     sources = _source_keys(manifest)
 
@@ -99,7 +101,10 @@ def estate_assets(settings: Settings, manifest: Path) -> list[Any]:
 
 
 def ingest_estate(
-    context: dg.AssetExecutionContext, settings: Settings, dbt: DbtCliResource, manifest: Path
+    context: dg.AssetExecutionContext,
+    settings: Settings,
+    dbt: DbtCliResource,
+    manifest: dict[str, Any],
 ) -> dg.MaterializeResult:
     from upstream_dagster.datahub import open_graph
     from upstream_dagster.datahub.ingest import ingest_dbt

@@ -91,9 +91,10 @@ def _describe(error: Any, lines: dict[Loc, int], file: Path) -> SpecError:
     message = str(error["msg"]).removeprefix("Value error, ")
     got = error.get("input")
     shown = f" (got {got!r})" if not isinstance(got, dict | list) else ""
+    constraint = kind == "value_error" or kind.startswith(("greater_than", "less_than", "too_"))
     fix = (
         "change the value at that line as the message says"
-        if kind == "value_error"
+        if constraint
         else f"give {dotted} a value of the expected type (see the commented estate.yaml)"
     )
     return SpecError(file, _line_of(lines, loc), f"{dotted}: {message}{shown}", fix)

@@ -1,0 +1,156 @@
+"""The pure core: one function per requirement, scoring per check, and risk with its arithmetic.
+Plain pytest over frozen facts: no Dagster, no DataHub."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from upstream_dagster.conformance.context import (
+    AssertionFact,
+    AssetFacts,
+    Column,
+    IncidentFact,
+    MetadataContext,
+)
+from upstream_dagster.conformance.requirements import CHECKS, evaluate
+from upstream_dagster.conformance.risk import WEIGHTS, RiskModel, rank_violations
+from upstream_dagster.conformance.scope import Scope, SelectorHit
+from upstream_dagster.conformance.score import render, score
+from upstream_dagster.spec.models import EstateSpec, Requirements
+
+HOUR = 3_600_000
+NOW = 1_800_000_000_000
+A = "urn:li:dataset:(urn:li:dataPlatform:dbt,acme.marts.fct_ledger,PROD)"
+B = "urn:li:dataset:(urn:li:dataPlatform:dbt,acme.staging.stg_ledger,PROD)"
+DASH = "urn:li:dashboard:(looker,ledger)"
+
+ALL = Requirements(
+    require_owner=True,
+    require_description=True,
+    require_glossary_term=True,
+    require_domain=True,
+    require_tags=["pii"],
+    min_assertions=2,
+    freshness_sla_hours=24,
+    max_open_incident_hours=12,
+    required_structured_properties=["retentionDays"],
+)
+
+
+def good() -> AssetFacts:
+    return AssetFacts(
+        urn=A,
+        name="acme.marts.fct_ledger",
+        owners=("urn:li:corpuser:ana",),
+        description="Ledger lines.",
+        terms=("urn:li:glossaryTerm:Revenue",),
+        domains=("urn:li:domain:finance",),
+        tags=("urn:li:tag:pii",),
+        assertions=(
+            AssertionFact("urn:li:assertion:1", "dbt", None, "SUCCESS", NOW),
+            AssertionFact("urn:li:assertion:2", "dbt", None, "SUCCESS", NOW),
+        ),
+        last_updated_ms=NOW - 2 * HOUR,
+        last_updated_source="last successful dbt run",
+        structured_properties=(("urn:li:structuredProperty:retentionDays", ("30",)),),
+        twins=("urn:li:dataset:(urn:li:dataPlatform:snowflake,acme.marts.fct_ledger,PROD)",),
+    )
+
+
+def statuses(asset: AssetFacts) -> dict[str, str]:
+    return {r.requirement: r.status for r in evaluate(asset, "gold", ALL, NOW)}
+
+
+def test_every_requirement_has_one_function_and_a_good_asset_passes_all() -> None:
+    assert set(CHECKS) == set(Requirements.model_fields)
+    assert set(statuses(good()).values()) == {"pass"}
+
+
+def test_an_empty_asset_fails_with_reasons_and_freshness_is_not_evaluable() -> None:
+    bare = AssetFacts(urn=A, columns=(Column("amount", terms=("urn:li:glossaryTerm:Revenue",)),))
+    results = {r.requirement: r for r in evaluate(bare, "gold", ALL, NOW)}
+    assert results["freshness_sla_hours"].status == "not_evaluable"
+    assert "no update time" in results["freshness_sla_hours"].reason
+    assert results["require_owner"].reason == "no owner in DataHub"
+    assert "columns carry Revenue" in results["require_glossary_term"].reason
+    assert results["min_assertions"].reason == "0 assertions, needs 2"
+    assert results["max_open_incident_hours"].status == "pass"  # no incidents is a real pass
+
+
+def test_freshness_and_incident_age_read_the_clock_passed_in() -> None:
+    stale = replace(good(), last_updated_ms=NOW - 30 * HOUR)
+    assert statuses(stale)["freshness_sla_hours"] == "fail"
+    incident = IncidentFact("urn:li:incident:1", "ACTIVE", NOW - 13 * HOUR)
+    late = replace(good(), incidents=(incident,))
+    assert statuses(late)["max_open_incident_hours"] == "fail"
+    resolved = replace(good(), incidents=(replace(incident, state="RESOLVED"),))
+    assert statuses(resolved)["max_open_incident_hours"] == "pass"
+
+
+def ctx_of(*assets: AssetFacts) -> MetadataContext:
+    return MetadataContext(as_of_ms=NOW, transport="test", assets=assets)
+
+
+def spec() -> EstateSpec:
+    return EstateSpec.model_validate(
+        {
+            "tiers": [
+                {
+                    "name": "gold",
+                    "match": [{"names": ["fct_*"]}],
+                    "requirements": {"require_owner": True, "require_description": True},
+                },
+                {
+                    "name": "silver",
+                    "match": [{"names": ["stg_*"]}],
+                    "requirements": {"require_owner": True, "freshness_sla_hours": 1},
+                },
+            ]
+        }
+    )
+
+
+def test_scoring_is_per_check_and_a_twin_counts_once() -> None:
+    ctx = ctx_of(good(), AssetFacts(urn=B, name="acme.staging.stg_ledger", downstreams=(A,)))
+    scope = Scope(
+        tier_of=((A, "gold"), (B, "silver")),
+        selector_hits=(SelectorHit("gold", 0, 1), SelectorHit("silver", 0, 1)),
+        unmatched=(),
+    )
+    dial = score(ctx, spec(), scope, NOW)
+    assert dict(dial.by_tier)["gold"].checks == 2  # one asset, two checks: the twin is not a 3rd
+    silver = dict(dial.by_tier)["silver"]
+    assert (silver.checks, silver.passed, silver.not_evaluable) == (2, 0, 1)
+    assert (dial.overall.checks, dial.overall.passed) == (4, 2)
+    assert dial.overall.percent == 50.0
+    text = render(dial)
+    assert "overall" in text and "1 not evaluable" in text and text == render(dial)
+
+
+def test_risk_weights_sum_to_one_and_explain_shows_missing_history_as_not_evaluable() -> None:
+    assert round(sum(w for _, w in WEIGHTS), 6) == 1.0
+    bare_a = AssetFacts(urn=A, name="acme.marts.fct_ledger", upstreams=(B,), downstreams=(DASH,))
+    bare_b = AssetFacts(urn=B, name="acme.staging.stg_ledger", downstreams=(A,))
+    dash = AssetFacts(urn=DASH, entity_type="dashboard", upstreams=(A,))
+    ctx = ctx_of(bare_a, bare_b, dash)
+    scope = Scope(tier_of=((A, "gold"), (B, "silver")), selector_hits=(), unmatched=())
+    dial = score(ctx, spec(), scope, NOW)
+    ranked = rank_violations(ctx, spec(), dial.results, NOW)
+    assert ranked[0].check.asset == A  # first tier, feeds a dashboard: riskier
+    explained = ranked[0].risk.explain()
+    assert "fragility n/a (no incident history in DataHub yet)" in explained
+    assert "1 dashboards downstream" in explained
+    model = RiskModel(ctx, spec(), dial.results, NOW)
+    assert model.depth[A] == 1 and DASH in model.reach[B]
+
+
+def test_risk_uses_incident_history_once_it_exists() -> None:
+    incident = IncidentFact("urn:li:incident:1", "RESOLVED", NOW - 24 * HOUR)
+    a = AssetFacts(urn=A, name="acme.marts.fct_ledger", incidents=(incident,))
+    ctx = ctx_of(a)
+    scope = Scope(tier_of=((A, "gold"),), selector_hits=(), unmatched=())
+    dial = score(ctx, spec(), scope, NOW)
+    risk = rank_violations(ctx, spec(), dial.results, NOW)[0].risk
+    terms = {t.name: t for t in risk.terms}
+    assert terms["fragility"].value is not None and terms["fragility"].value > 0.9
+    assert terms["similarity"].value == 1.0

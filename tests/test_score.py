@@ -1,0 +1,121 @@
+"""The dial end to end: selectors through DataHub search, the score job, the CLI, the checks."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import dagster as dg
+
+from upstream_dagster.cli import run_job
+from upstream_dagster.conformance.score import Dial
+from upstream_dagster.datahub.lite import LiteGraph
+from upstream_dagster.definitions import build
+from upstream_dagster.settings import Settings
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def score_cli(settings: Settings, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "UPSTREAM_STATE_DIR": str(settings.state_dir)}
+    return subprocess.run(
+        [sys.executable, "-m", "upstream_dagster.cli", "score", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def test_two_processes_with_a_pinned_clock_print_byte_identical_dials(estate: Settings) -> None:
+    first, second = score_cli(estate), score_cli(estate)
+    assert first.returncode == 0, first.stderr[-2000:]
+    assert first.stdout == second.stdout
+    lines = first.stdout.splitlines()
+    assert lines[0].startswith("tier-1") and any(line.startswith("overall") for line in lines)
+    assert "by requirement" in first.stdout
+
+
+def dial_of(result: dg.ExecuteInProcessResult) -> Dial:
+    dial = result.output_for_node("conformance")
+    assert isinstance(dial, Dial)
+    return dial
+
+
+def test_the_dial_reports_per_tier_per_requirement_and_overall(estate: Settings) -> None:
+    result = run_job(estate, "score")
+    dial = dial_of(result)
+    tiers = dict(dial.by_tier)
+    assert sum(t.checks for t in tiers.values()) == dial.overall.checks
+    assert dial.overall.assets == 50 and not dial.unmatched
+    # first tier wins: tier1-tagged marts are in tier-1 even though tier-2 also matches fct_*
+    tier_of = {r.asset.split(",")[1]: r.tier for r in dial.results}
+    assert tier_of["warehouse.marts.fct_orders"] == "tier-1"
+    assert tier_of["warehouse.marts.fct_shipments"] == "tier-2"
+    assert tier_of["warehouse.vendor.discounts"] == "raw-feeds"
+    # a requirement nothing in the graph can satisfy stays a violation
+    assert dict(dial.by_requirement)["required_structured_properties"].passed == 0
+    materialized = result.asset_materializations_for_node("conformance")[0].metadata
+    assert materialized["overall_percent"].value == dial.overall.percent
+    assert materialized["percent tier-1"].value == tiers["tier-1"].percent
+    checks = {e.check_name: e for e in result.get_asset_check_evaluations()}
+    assert checks["every_selector_matches"].passed
+    violations = result.output_for_node("violations")
+    assert violations and violations[0].risk.score >= violations[-1].risk.score
+    assert "risk" in violations[0].risk.explain() and "n/a" in violations[0].risk.explain()
+
+
+def test_a_new_model_is_in_scope_on_the_next_run(estate: Settings) -> None:
+    before = dict(dial_of(run_job(estate, "score")).by_tier)["tier-2"].assets
+    model = estate.dbt_project_dir / "models" / "marts" / "fct_refunds_daily.sql"
+    model.write_text(
+        "select return_date, sum(refund_amount) as refunds\n"
+        "from {{ ref('stg_returns') }} group by 1\n"
+    )
+    run_job(estate, "estate_refresh")
+    after = dial_of(run_job(estate, "score"))
+    assert dict(after.by_tier)["tier-2"].assets == before + 1
+    assert any("fct_refunds_daily" in r.asset and r.tier == "tier-2" for r in after.results)
+
+
+def test_a_selector_matching_nothing_fails_its_check(
+    estate: Settings, tmp_path: Path, monkeypatch: object
+) -> None:
+    text = (ROOT / "estate.yaml").read_text().replace("- tags: [tier1]", "- tags: [tier0]")
+    path = tmp_path / "estate.yaml"
+    path.write_text(text)
+    os.environ["UPSTREAM_ESTATE"] = str(path)
+    try:
+        from upstream_dagster import settings as settings_mod
+
+        result = run_job(settings_mod.load(), "score")
+    finally:
+        del os.environ["UPSTREAM_ESTATE"]
+    checks = {e.check_name: e for e in result.get_asset_check_evaluations()}
+    assert not checks["every_selector_matches"].passed
+    assert "tier-1 match[0]" in str(checks["every_selector_matches"].metadata["empty_selectors"])
+
+
+def test_a_drop_in_conformance_raises_a_warning(estate: Settings) -> None:
+    run_job(estate, "score")
+    graph = LiteGraph(estate.lite_file)
+    try:  # someone removes every owner in DataHub
+        owned = graph.search_prefix("urn:li:dataset:")
+        for urn in owned:
+            graph.delete_aspect(urn, "ownership")
+    finally:
+        graph.close()
+    result = run_job(estate, "score")
+    check = {e.check_name: e for e in result.get_asset_check_evaluations()}[
+        "conformance_did_not_fall"
+    ]
+    assert not check.passed and check.severity == dg.AssetCheckSeverity.WARN
+    assert check.metadata["previous_percent"].value > check.metadata["current_percent"].value
+
+
+def test_the_score_runs_nightly_at_two(shared_estate: Settings) -> None:
+    schedule = build(shared_estate).resolve_schedule_def("nightly_score")
+    assert schedule.cron_schedule == "0 2 * * *" and schedule.job_name == "score"
