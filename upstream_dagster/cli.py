@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -12,6 +13,9 @@ from rich.console import Console
 
 from upstream_dagster import settings as settings_mod
 from upstream_dagster.errors import UpstreamError
+
+# sqlglotrs arrives with a dependency and warns on import; nothing a user can act on.
+warnings.filterwarnings("ignore", message=r"sqlglot\[rs\] is deprecated")
 
 app = typer.Typer(
     help="Upstream: desired-state control plane for DataHub.",
@@ -62,7 +66,8 @@ def run_job(settings: settings_mod.Settings, job_name: str) -> Any:
 
 @app.command()
 def demo() -> None:
-    """Build the demo estate, ingest it into DataHub, and print what DataHub holds."""
+    """Build the demo estate, ingest it into DataHub, print what DataHub holds and the dial."""
+    from upstream_dagster.conformance.score import render
     from upstream_dagster.demo.deploy import deploy_project, prepare_manifest
 
     settings = settings_mod.load()
@@ -73,8 +78,13 @@ def demo() -> None:
         with out.status("running the estate_build job (raw feeds -> dbt build -> DataHub)..."):
             run_job(settings, "estate_build")
         _print_summary(settings)
+        with out.status(f"scoring {settings.estate_file.name} against DataHub..."):
+            result = run_job(settings, "score")
     except UpstreamError as exc:
         _fail(exc)
+    out.print(f"\n[bold]{settings.estate_file.name} scored against DataHub:[/]")
+    out.print(render(result.output_for_node("conformance")), end="", markup=False, highlight=False)
+    out.print("\nNext: `make ui` to browse the assets, or `.venv/bin/upstream score`.")
 
 
 EstateOption = Annotated[

@@ -87,25 +87,28 @@ def aspects_for(i: int, n: int, rng: random.Random) -> list[tuple[str, str, dict
                 },
             )
         )
-    if i >= len(LAYERS):
-        ups = sorted(
-            {
-                urn(i - len(LAYERS) * rng.randint(1, 3) + rng.randint(-1, 0))
-                for _ in range(rng.randint(1, 3))
-            }
-            - {me}
-        )
+    layer = i % len(LAYERS)
+    if layer:
+        # Each group of five is a raw -> stg -> int -> fct -> agg pipeline; a model also reads
+        # up to two same-layer-minus-one datasets from nearby groups, as joins do. Depth stays
+        # at four hops, as in real estates, and fan-out stays bounded.
+        group = i // len(LAYERS)
+        ups = {urn(i - 1)}
+        for _ in range(rng.randint(0, 2)):
+            other = min(n // len(LAYERS) - 1, max(0, group + rng.randint(-50, 50)))
+            ups.add(urn(other * len(LAYERS) + layer - 1))
+        ups_sorted = sorted(ups - {me})
         out.append(
             (
                 me,
                 "upstreamLineage",
                 {
-                    "upstreams": [{"dataset": u, "type": "TRANSFORMED"} for u in ups],
+                    "upstreams": [{"dataset": u, "type": "TRANSFORMED"} for u in ups_sorted],
                     "fineGrainedLineages": [
                         {
                             "upstreamType": "FIELD_SET",
                             "downstreamType": "FIELD",
-                            "upstreams": [_field(ups[0], "col_0")],
+                            "upstreams": [_field(ups_sorted[0], "col_0")],
                             "downstreams": [_field(me, "col_0")],
                         }
                     ],

@@ -48,7 +48,7 @@ def read_once(lite_file: Path) -> tuple[float, int, int]:
 
 
 def ensure_estate(n: int, seed: int) -> Path:
-    lite_file = load().state_dir / "bench" / f"estate-{n}-{seed}.sqlite"
+    lite_file = load().state_dir / "bench" / f"estate-v2-{n}-{seed}.sqlite"
     if not lite_file.exists():
         start = time.perf_counter()
         written = generate(lite_file, n, seed)

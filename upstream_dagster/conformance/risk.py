@@ -82,6 +82,7 @@ class RiskModel:
         for r in results:
             by_asset.setdefault(r.asset, []).append(r)
         self.checks = by_asset
+        self._terms: dict[tuple[str, str], tuple[Term, ...]] = {}
 
     @cached_property
     def depth(self) -> Mapping[str, int]:
@@ -116,23 +117,35 @@ class RiskModel:
     def max_depth_fanout(self) -> int:
         return max((self.depth[u] * len(self.reach[u]) for u in self.depth), default=0) or 1
 
-    def consumers(self, urn: str) -> int:
-        return sum(1 for d in self.reach.get(urn, ()) if d.split(":")[2] in CONSUMERS)
+    @cached_property
+    def _consumer_counts(self) -> Mapping[str, int]:
+        return {
+            u: sum(1 for d in reach if d.split(":")[2] in CONSUMERS)
+            for u, reach in self.reach.items()
+        }
 
-    def risk(self, result: CheckResult, confidence: float = 1.0) -> Risk:
-        a = self.ctx.by_urn[result.asset]
-        return Risk(
-            terms=(
-                self._criticality(a, result.tier),
+    def consumers(self, urn: str) -> int:
+        return self._consumer_counts.get(urn, 0)
+
+    def _asset_terms(self, urn: str, tier: str) -> tuple[Term, ...]:
+        """Every term but uncertainty depends on the asset and its tier only: compute once."""
+        key = (urn, tier)
+        if key not in self._terms:
+            a = self.ctx.by_urn[urn]
+            self._terms[key] = (
+                self._criticality(a, tier),
                 self._fragility(a),
                 self._assertion_gap(a),
                 self._depth(a),
                 self._governance(a),
                 self._similarity(a),
                 self._impact(a),
-                Term("uncertainty", 0.10, 1.0 - confidence, f"confidence {confidence:.2f}"),
             )
-        )
+        return self._terms[key]
+
+    def risk(self, result: CheckResult, confidence: float = 1.0) -> Risk:
+        uncertainty = Term("uncertainty", 0.10, 1.0 - confidence, f"confidence {confidence:.2f}")
+        return Risk(terms=(*self._asset_terms(result.asset, result.tier), uncertainty))
 
     def _criticality(self, a: AssetFacts, tier: str) -> Term:
         rank = self.tier_rank.get(tier, 0.0)

@@ -208,7 +208,10 @@ class LiteGraph:
     # -- search -----------------------------------------------------------------------------
     def search(self, query: SearchQuery) -> list[str]:
         """URNs matching ``query`` in one statement; soft-deleted entities are left out."""
-        where = ["a.version = 0", "a.urn LIKE ?"]
+        # One row per entity first, so the filters (and the name glob, a Python function) run
+        # once per entity rather than once per aspect row.
+        entities = f"(SELECT DISTINCT urn FROM {TABLE} WHERE version = 0 AND urn LIKE ?) a"
+        where = ["1 = 1"]
         params: list[Any] = [f"urn:li:{query.entity_type}:%"]
 
         def exists(aspect: str, path: str, values: Sequence[str]) -> None:
@@ -247,7 +250,7 @@ class LiteGraph:
         )
         rows = self._q(
             "search",
-            f"SELECT DISTINCT a.urn FROM {TABLE} a WHERE {' AND '.join(where)} ORDER BY a.urn",
+            f"SELECT a.urn FROM {entities} WHERE {' AND '.join(where)} ORDER BY a.urn",
             params,
         )
         return [r[0] for r in rows]
