@@ -1,0 +1,239 @@
+"""Plan: violations become grounded proposals, priced by simulation through the dial's own code.
+
+Every value cites where it came from in the graph. A requirement with nothing in the graph to
+infer from stays a violation, listed with its reason: guessing into a catalog people trust is
+worse than a gap. Proposals whose simulated benefit is nothing are dropped, not shown.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, deque
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+
+from upstream_dagster.conformance import match
+from upstream_dagster.conformance.context import AssetFacts, MetadataContext
+from upstream_dagster.conformance.proposals import (
+    Change,
+    Price,
+    Proposal,
+    Unfixable,
+    apply_all,
+    batch_digest,
+    proposal_id,
+)
+from upstream_dagster.conformance.requirements import CheckResult
+from upstream_dagster.conformance.risk import rank_violations
+from upstream_dagster.conformance.score import Dial, score
+from upstream_dagster.spec.models import EstateSpec
+from upstream_dagster.spec.urns import short
+
+NO_SOURCE = {
+    "require_tags": "no tag of that name anywhere near this asset in the graph",
+    "freshness_sla_hours": "freshness is restored by running the pipeline, not by metadata",
+    "max_open_incident_hours": "an open incident is closed by resolving it, not by metadata",
+    "required_structured_properties": "nothing in the graph records this value (e.g. a "
+    "retention period); a person must set it",
+}
+
+
+@dataclass(frozen=True)
+class Plan:
+    digest: str
+    base: Dial
+    projected: Dial  # the dial with the whole batch applied: the number verify must measure
+    proposals: tuple[Proposal, ...]
+    unfixable: tuple[Unfixable, ...]
+    dropped: int  # proposals with no simulated benefit
+
+
+def _walk(ctx: MetadataContext, start: str, direction: str) -> Iterator[AssetFacts]:
+    """Assets in lineage order, nearest first (breadth-first), the start excluded."""
+    seen, queue = {start}, deque([start])
+    while queue:
+        for nxt in getattr(ctx.by_urn[queue.popleft()], direction):
+            if nxt not in seen and nxt in ctx.by_urn:
+                seen.add(nxt)
+                queue.append(nxt)
+                yield ctx.by_urn[nxt]
+
+
+def infer_owner(ctx: MetadataContext, a: AssetFacts) -> tuple[Change, tuple[str, ...]] | None:
+    for up in _walk(ctx, a.urn, "upstreams"):
+        if up.owners:
+            return Change("add_owner", (up.owners[0],)), (
+                f"lineage: {short(up.owners[0])} owns {short(up.urn)}, upstream producer",
+            )
+    for domain in a.domains:
+        owners = Counter(o for x in ctx.datasets() if domain in x.domains for o in x.owners)
+        if owners:
+            (owner, n), total = (
+                min(owners.items(), key=lambda kv: (-kv[1], kv[0])),
+                sum(owners.values()),
+            )
+            return Change("add_owner", (owner,)), (
+                f"domain: {short(owner)} owns {n} of {total} owned assets in {short(domain)}",
+            )
+    return None
+
+
+def infer_description(a: AssetFacts) -> tuple[Change, tuple[str, ...]] | None:
+    if not a.columns and not a.upstreams:
+        return None
+    cols = [c.path for c in a.columns]
+    parts = [
+        f"{a.short_name}: {len(cols)} columns ({', '.join(cols[:6])}"
+        + (", ..." if len(cols) > 6 else "")
+        + ")."
+        if cols
+        else f"{a.short_name}."
+    ]
+    if a.upstreams:
+        parts.append(
+            "Built from "
+            + ", ".join(short(u) for u in a.upstreams[:4])
+            + (" and others." if len(a.upstreams) > 4 else ".")
+        )
+    evidence = tuple(
+        x
+        for x in (
+            f"schema: {len(cols)} fields" if cols else "",
+            f"lineage: {len(a.upstreams)} upstreams" if a.upstreams else "",
+        )
+        if x
+    )
+    return Change("set_description", (" ".join(parts),)), evidence
+
+
+def infer_term(ctx: MetadataContext, a: AssetFacts) -> tuple[Change, tuple[str, ...]] | None:
+    column_terms = Counter(t for c in a.columns for t in c.terms)
+    if column_terms:
+        term = min(column_terms, key=lambda t: (-column_terms[t], t))
+        cols = [c.path for c in a.columns if term in c.terms]
+        return Change("add_term", (term,)), (f"columns {', '.join(cols[:3])} carry {short(term)}",)
+    for up in _walk(ctx, a.urn, "upstreams"):
+        if len(up.terms) == 1:
+            return Change("add_term", up.terms), (
+                f"lineage: upstream {short(up.urn)} carries {short(up.terms[0])}",
+            )
+    return None
+
+
+def infer_domain(ctx: MetadataContext, a: AssetFacts) -> tuple[Change, tuple[str, ...]] | None:
+    for up in _walk(ctx, a.urn, "upstreams"):
+        if len(up.domains) == 1:
+            return Change("set_domain", up.domains), (
+                f"lineage: upstream {short(up.urn)} is in {short(up.domains[0])}",
+            )
+    return None
+
+
+def infer_assertions(
+    a: AssetFacts, need: int, sla: float | None
+) -> tuple[Change, tuple[str, ...]] | None:
+    templates = ["row_count_above_zero"]
+    if sla:
+        templates.append(f"freshness_within_{sla:g}h")
+    keys = [c.path for c in a.columns if c.path.lower() == "id" or c.path.lower().endswith("_id")]
+    templates += [f"not_null:{k}" for k in keys[:1]]
+    have = {x.kind.removeprefix("upstream:") for x in a.assertions}
+    fresh = [t for t in templates if t not in have][:need]
+    if len(fresh) < need:
+        return None
+    return Change("add_assertions", tuple(fresh)), (
+        f"templates over the schema ({len(a.columns)} fields)",
+    )
+
+
+def _infer(
+    ctx: MetadataContext, spec: EstateSpec, r: CheckResult
+) -> tuple[Change, tuple[str, ...]] | str:
+    a = ctx.by_urn[r.asset]
+    req = next(t for t in spec.tiers if t.name == r.tier).requirements
+    found: tuple[Change, tuple[str, ...]] | None = None
+    if r.requirement == "require_owner":
+        found = infer_owner(ctx, a)
+        reason = "no owner upstream and none in its domain: nobody in the graph to name"
+    elif r.requirement == "require_description":
+        found = infer_description(a)
+        reason = "no columns and no upstreams to describe it from"
+    elif r.requirement == "require_glossary_term":
+        found = infer_term(ctx, a)
+        reason = "no term on its columns or on a single-term upstream"
+    elif r.requirement == "require_domain":
+        found = infer_domain(ctx, a)
+        reason = "no upstream with a single domain"
+    elif r.requirement == "min_assertions":
+        found = infer_assertions(a, req.min_assertions - len(a.assertions), req.freshness_sla_hours)
+        reason = "not enough deterministic assertion templates apply to this schema"
+    else:
+        reason = NO_SOURCE.get(r.requirement, "no source in the graph")
+    return found if found is not None else reason
+
+
+def simulate(
+    ctx: MetadataContext, spec: EstateSpec, proposals: tuple[Proposal, ...], now_ms: int
+) -> Dial:
+    what_if = apply_all(ctx, proposals)
+    return score(what_if, spec, match.resolve(what_if, spec), now_ms)
+
+
+def _price(base: Dial, after: Dial, ctx: MetadataContext, p: Proposal, top_tier: str) -> Price:
+    before = {(r.asset, r.requirement): r.status for r in base.results}
+    fixed = broken = 0
+    for r in after.results:
+        old = before.get((r.asset, r.requirement))
+        fixed += old != "pass" and r.status == "pass"
+        broken += old == "pass" and r.status != "pass"
+    downstream = [u for u in _walk(ctx, p.asset, "downstreams")]
+    tiers = dict((r.asset, r.tier) for r in base.results)
+    return Price(
+        round(after.overall.percent - base.overall.percent, 2),
+        fixed,
+        broken,
+        len(downstream),
+        sum(1 for d in downstream if tiers.get(d.urn) == top_tier),
+    )
+
+
+def plan(
+    ctx: MetadataContext, spec: EstateSpec, now_ms: int, rejected: frozenset[str] = frozenset()
+) -> Plan:
+    base = score(ctx, spec, match.resolve(ctx, spec), now_ms)
+    top = spec.tiers[0].name
+    candidates: list[Proposal] = []
+    unfixable: list[Unfixable] = []
+    for v in rank_violations(ctx, spec, base.results, now_ms):
+        r = v.check
+        found = _infer(ctx, spec, r)
+        if isinstance(found, str):
+            unfixable.append(Unfixable(r.asset, r.tier, r.requirement, found))
+            continue
+        change, evidence = found
+        pid = proposal_id(r.asset, r.requirement, change)
+        if pid in rejected:
+            unfixable.append(
+                Unfixable(
+                    r.asset,
+                    r.tier,
+                    r.requirement,
+                    "a reviewer rejected the proposal for these inputs",
+                )
+            )
+            continue
+        candidates.append(
+            Proposal(pid, r.asset, r.tier, r.requirement, change, evidence, v.risk.score)
+        )
+    priced, dropped = [], 0
+    for p in candidates:
+        price = _price(base, simulate(ctx, spec, (p,), now_ms), ctx, p, top)
+        if price.checks_fixed == 0 and price.delta_points <= 0:
+            dropped += 1
+            continue
+        priced.append(replace(p, price=price))
+    priced.sort(key=lambda p: (-p.risk, -(p.price.delta_points if p.price else 0), p.id))
+    batch = tuple(priced[: spec.policies.max_proposals_per_run])
+    projected = simulate(ctx, spec, batch, now_ms)
+    return Plan(
+        batch_digest(batch, base.overall.percent), base, projected, batch, tuple(unfixable), dropped
+    )

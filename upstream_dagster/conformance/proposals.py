@@ -1,0 +1,104 @@
+"""Proposals: intended changes that would close a violation, each citing where its value came from.
+
+A proposal never carries a whole aspect, only the change (add this owner, set this description),
+so applying it can never overwrite anybody else's values.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, replace
+from typing import Literal
+
+from upstream_dagster.conformance.context import AssertionFact, AssetFacts, MetadataContext
+
+ChangeKind = Literal["add_owner", "set_description", "add_term", "set_domain", "add_assertions"]
+
+
+@dataclass(frozen=True)
+class Change:
+    kind: ChangeKind
+    values: tuple[str, ...]  # owner / term / domain URNs, the description, assertion templates
+
+
+@dataclass(frozen=True)
+class Price:
+    """What the change does to the dial, measured by re-scoring a what-if context."""
+
+    delta_points: float
+    checks_fixed: int
+    checks_broken: int
+    downstream: int
+    downstream_top_tier: int
+
+
+@dataclass(frozen=True)
+class Proposal:
+    id: str
+    asset: str
+    tier: str
+    requirement: str
+    change: Change
+    evidence: tuple[str, ...]
+    risk: float = 0.0
+    price: Price | None = None
+
+
+@dataclass(frozen=True)
+class Unfixable:
+    asset: str
+    tier: str
+    requirement: str
+    reason: str
+
+
+def proposal_id(asset: str, requirement: str, change: Change) -> str:
+    raw = json.dumps([asset, requirement, change.kind, list(change.values)])
+    return "p-" + hashlib.sha256(raw.encode()).hexdigest()[:10]
+
+
+def assertion_urn(asset: str, template: str) -> str:
+    """Deterministic, so a second write of the same guard updates it instead of duplicating."""
+    return (
+        "urn:li:assertion:upstream-"
+        + hashlib.sha256(f"{asset}|{template}".encode()).hexdigest()[:24]
+    )
+
+
+def apply_change(asset: AssetFacts, change: Change) -> AssetFacts:
+    if change.kind == "add_owner":
+        return replace(asset, owners=tuple(sorted({*asset.owners, *change.values})))
+    if change.kind == "set_description":
+        return replace(asset, description=change.values[0])
+    if change.kind == "add_term":
+        return replace(asset, terms=tuple(sorted({*asset.terms, *change.values})))
+    if change.kind == "set_domain":
+        return replace(asset, domains=(change.values[0],))
+    if change.kind == "add_assertions":
+        new = tuple(
+            AssertionFact(assertion_urn(asset.urn, t), f"upstream:{t}") for t in change.values
+        )
+        known = {a.urn for a in asset.assertions}
+        return replace(
+            asset, assertions=asset.assertions + tuple(a for a in new if a.urn not in known)
+        )
+    raise ValueError(f"unknown change kind {change.kind!r}")
+
+
+def apply_all(ctx: MetadataContext, proposals: tuple[Proposal, ...]) -> MetadataContext:
+    """A what-if copy of the context with every proposal applied."""
+    changed = dict(ctx.by_urn)
+    for p in proposals:
+        changed[p.asset] = apply_change(changed[p.asset], p.change)
+    return replace(ctx, assets=tuple(changed[a.urn] for a in ctx.assets))
+
+
+def batch_digest(proposals: tuple[Proposal, ...], base_percent: float) -> str:
+    """Content digest of a batch: the same proposals over the same graph state, the same digest."""
+    body = [
+        [p.id, p.asset, p.requirement, p.change.kind, list(p.change.values), list(p.evidence)]
+        for p in proposals
+    ]
+    raw = json.dumps({"proposals": body, "base": base_percent}, sort_keys=True)
+    return hashlib.sha256(raw.encode()).hexdigest()[:16]
