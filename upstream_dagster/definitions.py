@@ -13,6 +13,7 @@ from dagster_dbt import DbtCliResource
 
 from upstream_dagster import settings as settings_mod
 from upstream_dagster.defs.conformance import conformance_defs
+from upstream_dagster.defs.coverage import coverage_defs
 from upstream_dagster.defs.estate import estate_assets
 from upstream_dagster.demo.deploy import ensure_ready
 
@@ -35,11 +36,34 @@ def build(settings: settings_mod.Settings) -> dg.Definitions:
         "after a scenario changed them) and re-ingest into DataHub.",
     )
     score_assets, score_checks = conformance_defs(settings)
+    coverage_assets, coverage_checks = coverage_defs(settings)
+    proposals, queue, writeback, verify, reset = coverage_assets
+    gate_check, verify_check = coverage_checks
     score_job = dg.define_asset_job(
         "score",
-        selection=dg.AssetSelection.assets(*score_assets),
+        # The blocking gate check must never sit in the nightly job: a failed blocking check
+        # fails its whole run. It runs only in the write-back job.
+        selection=dg.AssetSelection.assets(*score_assets, proposals, queue).without_checks()
+        | dg.AssetSelection.checks(*score_checks),
         description="Score estate.yaml against DataHub: read the graph, compute the dial, rank "
-        "the violations by risk. `upstream score` runs it; the nightly schedule runs it at 02:00.",
+        "the violations by risk, and plan the priced proposals. `upstream score` runs it; the "
+        "nightly schedule runs it at 02:00.",
+    )
+    writeback_job = dg.define_asset_job(
+        "coverage_writeback_job",
+        selection=dg.AssetSelection.checks(gate_check) | dg.AssetSelection.assets(writeback),
+        description="Write an approved batch into DataHub. Launch it from the launchpad with "
+        "the batch digest, the approved ids and your name (or `upstream approve`).",
+    )
+    verify_job = dg.define_asset_job(
+        "coverage_verify_job",
+        selection=dg.AssetSelection.assets(verify),
+        description="Re-read DataHub and check the measured conformance equals the projection.",
+    )
+    reset_job = dg.define_asset_job(
+        "coverage_reset_job",
+        selection=dg.AssetSelection.assets(reset),
+        description="Undo: restore every aspect the write-backs wrote to its pre-image.",
     )
     nightly = dg.ScheduleDefinition(
         name="nightly_score",
@@ -50,9 +74,9 @@ def build(settings: settings_mod.Settings) -> dg.Definitions:
         description="The nightly score, so the dial's history plots in the UI.",
     )
     return dg.Definitions(
-        assets=[raw_feeds, estate_dbt, datahub_metadata, *score_assets],
-        asset_checks=score_checks,
-        jobs=[build_job, refresh_job, score_job],
+        assets=[raw_feeds, estate_dbt, datahub_metadata, *score_assets, *coverage_assets],
+        asset_checks=[*score_checks, *coverage_checks],
+        jobs=[build_job, refresh_job, score_job, writeback_job, verify_job, reset_job],
         schedules=[nightly],
         resources={
             "dbt": DbtCliResource(

@@ -1,0 +1,125 @@
+"""What the coverage assets do, kept out of the asset bodies so each stays short."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import dagster as dg
+
+from upstream_dagster.conformance.plan import Plan, plan, simulate
+from upstream_dagster.conformance.proposals import Proposal
+from upstream_dagster.settings import Settings
+from upstream_dagster.spec import EstateSpec, load_estate
+from upstream_dagster.spec.urns import short
+
+WRITEBACK = dg.AssetKey("coverage_writeback")
+
+
+def current_plan(settings: Settings, spec: EstateSpec, as_of_ms: int) -> Plan:
+    """Re-read DataHub and plan again at the batch's own instant: only graph changes matter."""
+    from upstream_dagster import gate
+    from upstream_dagster.datahub import open_graph
+    from upstream_dagster.datahub.readpath import read_context
+
+    graph = open_graph(settings)
+    try:
+        ctx = read_context(graph, as_of_ms)
+    finally:
+        graph.close()
+    return plan(ctx, spec, as_of_ms, gate.rejected(settings.state_dir))
+
+
+def proposals_table(batch: tuple[Proposal, ...]) -> str:
+    rows = [
+        "| id | asset | requirement | proposed value | evidence | risk | price |",
+        "|---|---|---|---|---|---:|---|",
+    ]
+    for p in batch:
+        price = (
+            f"+{p.price.delta_points:.2f} pts, fixes {p.price.checks_fixed}, breaks "
+            f"{p.price.checks_broken}, {p.price.downstream} downstream "
+            f"({p.price.downstream_top_tier} top tier)"
+            if p.price
+            else "not priced"
+        )
+        value = ", ".join(short(v) if v.startswith("urn:") else v for v in p.change.values)
+        rows.append(
+            f"| {p.id} | {short(p.asset)} | {p.requirement} | {p.change.kind}: "
+            f"{value[:90]} | {'; '.join(p.evidence)} | {p.risk:.3f} | {price} |"
+        )
+    return "\n".join(rows)
+
+
+def plan_metadata(result: Plan) -> dict[str, Any]:
+    unfixable = ["| asset | tier | requirement | why it stays a violation |", "|---|---|---|---|"]
+    unfixable += [
+        f"| {short(u.asset)} | {u.tier} | {u.requirement} | {u.reason} |" for u in result.unfixable
+    ]
+    before, after = result.base.overall.percent, result.projected.overall.percent
+    return {
+        "batch_digest": result.digest,
+        "proposals": len(result.proposals),
+        "percent_before": dg.MetadataValue.float(before),
+        "percent_projected": dg.MetadataValue.float(after),
+        "projected_delta_points": dg.MetadataValue.float(round(after - before, 2)),
+        "dropped_no_benefit": result.dropped,
+        "unfixable": len(result.unfixable),
+        "batch": dg.MetadataValue.md(
+            proposals_table(result.proposals)
+            if result.proposals
+            else "No proposals: nothing in the graph can close the "
+            "remaining violations (see `stays_a_violation`)."
+        ),
+        "stays_a_violation": dg.MetadataValue.md("\n".join(unfixable)),
+        "approve_with": dg.MetadataValue.md(
+            f"`upstream approve --all --reviewer NAME` or launch the `coverage_writeback` job "
+            f"with config `batch_digest: {result.digest}`, `approve: [all]`, `reviewer: NAME`"
+        ),
+    }
+
+
+def select(batch: Plan, approve: list[str]) -> tuple[Proposal, ...]:
+    if approve == ["all"]:
+        return batch.proposals
+    known = {p.id: p for p in batch.proposals}
+    unknown = [i for i in approve if i not in known]
+    if unknown:
+        raise dg.Failure(
+            f"unknown proposal ids {unknown}; the batch holds {', '.join(known) or 'none'}"
+        )
+    return tuple(known[i] for i in approve)
+
+
+def writebacks(instance: dg.DagsterInstance, limit: int = 1000) -> list[dict[str, Any]]:
+    """Every write-back's journal entry (newest first), read from Dagster's event log."""
+    out = []
+    for record in instance.fetch_materializations(WRITEBACK, limit=limit).records:
+        event = record.asset_materialization
+        if event is None or "journal" not in event.metadata:
+            continue
+        entry = json.loads(str(event.metadata["journal"].value))
+        entry["run_id"] = record.run_id
+        out.append(entry)
+    return out
+
+
+def projected_percent(
+    settings: Settings, spec: EstateSpec, ctx_plan: Plan, chosen: tuple[Proposal, ...]
+) -> float:
+    """The selection's own price: conformance is not additive, so simulate this exact set."""
+    from upstream_dagster.datahub import open_graph
+    from upstream_dagster.datahub.readpath import read_context
+
+    if chosen == ctx_plan.proposals:
+        return ctx_plan.projected.overall.percent
+    graph = open_graph(settings)
+    try:
+        ctx = read_context(graph, ctx_plan.base.as_of_ms)
+    finally:
+        graph.close()
+    return simulate(ctx, spec, chosen, ctx_plan.base.as_of_ms).overall.percent
+
+
+def load_spec(settings: Settings) -> EstateSpec:
+    return load_estate(settings.estate_file)
