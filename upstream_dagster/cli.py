@@ -46,15 +46,22 @@ def _print_summary(settings: settings_mod.Settings) -> None:
         out.print("  " + line)
 
 
-def run_job(settings: settings_mod.Settings, job_name: str) -> Any:
+def run_job(
+    settings: settings_mod.Settings,
+    job_name: str,
+    run_config: dict[str, Any] | None = None,
+    tags: dict[str, str] | None = None,
+) -> Any:
     from upstream_dagster.definitions import build
     from upstream_dagster.runtime import dagster_instance, failure_message
 
     instance = dagster_instance(settings)
     job = build(settings).resolve_job_def(job_name)
     # The CLI shows warnings only; the full log is in the Dagster UI for every run.
-    quiet = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
-    result = job.execute_in_process(instance=instance, raise_on_error=False, run_config=quiet)
+    config = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}, **(run_config or {})}
+    result = job.execute_in_process(
+        instance=instance, raise_on_error=False, run_config=config, tags=tags
+    )
     if not result.success:
         raise UpstreamError(
             f"the Dagster job {job_name} failed ({failure_message(result)})",
@@ -109,6 +116,139 @@ def score(estate: EstateOption = None) -> None:
     except UpstreamError as exc:
         _fail(exc)
     out.print(render(result.output_for_node("conformance")), end="", markup=False, highlight=False)
+
+
+def _latest_metadata(settings: settings_mod.Settings, key: str) -> dict[str, Any]:
+    import dagster as dg
+
+    from upstream_dagster.runtime import dagster_instance
+
+    event = dagster_instance(settings).get_latest_materialization_event(dg.AssetKey(key))
+    if event is None or event.asset_materialization is None:
+        return {}
+    return {k: v.value for k, v in event.asset_materialization.metadata.items()}
+
+
+@app.command()
+def plan() -> None:
+    """Score the estate and print the priced proposals of the current batch, with its digest."""
+    settings = settings_mod.load()
+    try:
+        result = run_job(settings, "score")
+    except UpstreamError as exc:
+        _fail(exc)
+    batch = result.output_for_node("proposals")
+    before, after = batch.base.overall.percent, batch.projected.overall.percent
+    out.print(
+        f"batch {batch.digest}: {len(batch.proposals)} proposals, conformance "
+        f"{before:.1f}% -> {after:.1f}% projected ({after - before:+.1f} points)"
+    )
+    for p in batch.proposals:
+        price = p.price
+        value = p.change.values[0] if p.change.values else ""
+        out.print(
+            f"  {p.id}  {p.requirement:<22} {p.asset.split(',')[1] if ',' in p.asset else p.asset}"
+            f"  {p.change.kind} {value[:60]}  "
+            f"{f'+{price.delta_points:.2f} pts' if price else 'not priced'}  "
+            f"[{'; '.join(p.evidence)}]",
+            markup=False,
+            highlight=False,
+        )
+    out.print(
+        f"{len(batch.unfixable)} violations stay (nothing in the graph to infer from); "
+        f"{batch.dropped} proposals dropped for no simulated benefit."
+    )
+    out.print(f"approve: upstream approve --all --reviewer NAME   (digest {batch.digest})")
+
+
+@app.command()
+def queue() -> None:
+    """Print everything waiting on a person (one queue for every controller)."""
+    meta = _latest_metadata(settings_mod.load(), "approval_queue")
+    if not meta:
+        out.print("Nothing planned yet: run `upstream plan` (or the score job) first.")
+        return
+    out.print(str(meta["queue"]), markup=False, highlight=False)
+
+
+@app.command()
+def approve(
+    reviewer: Annotated[str, typer.Option(help="Your name; must be an approver in estate.yaml.")],
+    ids: Annotated[list[str] | None, typer.Option("--ids", help="Proposal ids to write.")] = None,
+    all_: Annotated[bool, typer.Option("--all", help="Approve the whole batch.")] = False,
+    reject: Annotated[list[str] | None, typer.Option(help="Proposal ids to reject.")] = None,
+    reason: Annotated[str, typer.Option(help="Why the rejected ids were rejected.")] = "",
+    yes: Annotated[bool, typer.Option("--yes", help="Do not ask for confirmation.")] = False,
+) -> None:
+    """Launch the write-back job for the current batch (the same job the launchpad runs)."""
+    settings = settings_mod.load()
+    if not all_ and not ids:
+        _fail(UpstreamError("nothing to approve", "pass --all or --ids ID [--ids ID ...]"))
+    digest = _latest_metadata(settings, "proposals").get("batch_digest")
+    if not digest:
+        _fail(UpstreamError("no batch has been planned", "run `upstream plan` first"))
+    if not yes and not typer.confirm(f"Write batch {digest} to DataHub as {reviewer}?"):
+        raise typer.Exit(1)
+    config = {
+        "batch_digest": digest,
+        "approve": ["all"] if all_ else list(ids or []),
+        "reviewer": reviewer,
+        "reject": list(reject or []),
+        "reject_reason": reason,
+    }
+    try:
+        result = run_job(
+            settings, "coverage_writeback_job", {"ops": {"coverage_writeback": {"config": config}}}
+        )
+    except UpstreamError as exc:
+        _fail(exc)
+    meta = result.asset_materializations_for_node("coverage_writeback")[0].metadata
+    out.print(
+        f"batch {digest}: {meta['written'].value} writes, {meta['failed'].value} failed "
+        f"(policy {meta['policy'].value}); projected "
+        f"{meta['projected_percent'].value if 'projected_percent' in meta else 'n/a'}%"
+    )
+
+
+@app.command()
+def verify() -> None:
+    """Re-read DataHub and check the measured conformance equals the approved projection."""
+    settings = settings_mod.load()
+    try:
+        result = run_job(settings, "coverage_verify_job")
+    except UpstreamError as exc:
+        _fail(exc)
+    (check,) = result.get_asset_check_evaluations()
+    meta = {k: v.value for k, v in check.metadata.items()}
+    out.print(
+        f"measured {meta['measured']}% vs projected {meta['projected']}%: "
+        f"{'equal' if check.passed else 'DIFFERENT'}"
+    )
+    if not check.passed:
+        raise typer.Exit(1)
+
+
+@app.command()
+def reset(
+    yes: Annotated[bool, typer.Option("--yes", help="Confirm: this rewrites DataHub.")] = False,
+    batch: Annotated[str, typer.Option(help="One batch digest, or all.")] = "all",
+) -> None:
+    """Undo write-backs: restore every aspect they wrote to its value before."""
+    if not yes:
+        _fail(UpstreamError("reset rewrites DataHub", "pass --yes to confirm"))
+    settings = settings_mod.load()
+    try:
+        result = run_job(
+            settings,
+            "coverage_reset_job",
+            {"ops": {"coverage_reset": {"config": {"batch_digest": batch, "confirm": True}}}},
+        )
+    except UpstreamError as exc:
+        _fail(exc)
+    meta = result.asset_materializations_for_node("coverage_reset")[0].metadata
+    out.print(
+        f"restored {meta['aspects_restored'].value} aspects (batches {meta['batches'].value})"
+    )
 
 
 @app.command()

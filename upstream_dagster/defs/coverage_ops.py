@@ -98,7 +98,8 @@ def writebacks(instance: dg.DagsterInstance, limit: int = 1000) -> list[dict[str
         event = record.asset_materialization
         if event is None or "journal" not in event.metadata:
             continue
-        entry = json.loads(str(event.metadata["journal"].value))
+        value = event.metadata["journal"].value
+        entry = dict(json.loads(value) if isinstance(value, str) else value)  # type: ignore[arg-type]
         entry["run_id"] = record.run_id
         out.append(entry)
     return out
