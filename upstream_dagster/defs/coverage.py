@@ -199,6 +199,8 @@ def _writeback(
 
     spec = ops.load_spec(settings)
     policy = spec.policies
+    # The policy is read from estate.yaml, never from the request: a tag can say a launch is
+    # automatic, but only an `auto` policy lets an automatic launch write anything.
     automatic = context.run.tags.get("upstream/automatic") == "true"
     if config.batch_digest != batch.digest:
         raise dg.Failure(
@@ -219,6 +221,11 @@ def _writeback(
                 "batch_digest": batch.digest,
                 "result": "dry-run policy in estate.yaml: nothing was written",
             }
+        )
+    if automatic and policy.actuation != "auto":
+        raise dg.Failure(
+            f"this launch says it is automatic, but estate.yaml's policy is "
+            f"{policy.actuation!r}: only a person on the approvers list may write"
         )
     if policy.actuation == "ratify" and config.reviewer not in policy.approvers:
         raise dg.Failure(

@@ -1,0 +1,315 @@
+"""The coverage controller: plan -> ratify -> actuate -> verify -> reset, on the real estate."""
+
+from __future__ import annotations
+
+import hashlib
+import multiprocessing
+import sqlite3
+import threading
+from pathlib import Path
+from typing import Any
+
+import dagster as dg
+import pytest
+from hypothesis import HealthCheck, given
+from hypothesis import settings as hsettings
+from hypothesis import strategies as st
+
+from upstream_dagster import gate
+from upstream_dagster import settings as settings_mod
+from upstream_dagster.cli import run_job
+from upstream_dagster.conformance.plan import Plan
+from upstream_dagster.datahub.lite import LiteGraph
+from upstream_dagster.datahub.writers import PreImage, restore, write_change
+from upstream_dagster.errors import UpstreamError
+from upstream_dagster.settings import Settings
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def graph_digest(settings: Settings) -> str:
+    """Every latest aspect's content, and how many versions exist: any write changes it."""
+    con = sqlite3.connect(str(settings.lite_file))
+    rows = con.execute(
+        "SELECT urn, aspect_name, metadata FROM metadata_aspect_v2 "
+        "WHERE version = 0 ORDER BY urn, aspect_name"
+    ).fetchall()
+    (versions,) = con.execute("SELECT count(*) FROM metadata_aspect_v2").fetchone()
+    con.close()
+    return hashlib.sha256(repr((rows, versions)).encode()).hexdigest()
+
+
+def planned(settings: Settings) -> Plan:
+    batch = run_job(settings, "score").output_for_node("proposals")
+    assert isinstance(batch, Plan) and batch.proposals
+    return batch
+
+
+def approve(settings: Settings, batch: Plan, **overrides: Any) -> dg.ExecuteInProcessResult:
+    config = {"batch_digest": batch.digest, "approve": ["all"], "reviewer": "alice", **overrides}
+    return run_job(
+        settings, "coverage_writeback_job", {"ops": {"coverage_writeback": {"config": config}}}
+    )
+
+
+def use_estate_file(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, **replace: str) -> None:
+    text = (ROOT / "estate.yaml").read_text()
+    for old, new in replace.items():
+        text = text.replace(old, new)
+    path = tmp_path / "estate.yaml"
+    path.write_text(text)
+    monkeypatch.setenv("UPSTREAM_ESTATE", str(path))
+
+
+def test_full_loop_measured_equals_projected_and_reset_restores(estate: Settings) -> None:
+    before = graph_digest(estate)
+    batch = planned(estate)
+    assert batch.projected.overall.percent > batch.base.overall.percent
+    assert all(p.price and p.evidence for p in batch.proposals)  # nothing reaches a person unpriced
+    result = approve(estate, batch)
+    meta = result.asset_materializations_for_node("coverage_writeback")[0].metadata
+    assert meta["failed"].value == 0 and meta["written"].value >= len(batch.proposals)
+    verify = run_job(estate, "coverage_verify_job")
+    (check,) = verify.get_asset_check_evaluations()
+    assert check.passed, check.metadata
+    assert check.metadata["measured"].value == batch.projected.overall.percent
+    run_job(
+        estate, "coverage_reset_job", {"ops": {"coverage_reset": {"config": {"confirm": True}}}}
+    )
+    after = planned(estate)
+    assert after.base.overall.percent == batch.base.overall.percent
+    assert after.digest == batch.digest  # the graph reads exactly as before the batch
+    # every aspect the batch wrote was absent before, so Lite reads byte-identical again
+    assert graph_digest(estate) == before
+
+
+def test_write_back_cannot_run_without_an_approval(estate: Settings) -> None:
+    planned(estate)
+    before = graph_digest(estate)
+    with pytest.raises(dg.DagsterInvalidConfigError, match="batch_digest|reviewer|approve"):
+        from upstream_dagster.definitions import build
+        from upstream_dagster.runtime import dagster_instance
+
+        build(estate).resolve_job_def("coverage_writeback_job").execute_in_process(
+            instance=dagster_instance(estate)
+        )
+    assert graph_digest(estate) == before
+
+
+def test_stale_digest_and_non_approvers_leave_the_graph_byte_identical(estate: Settings) -> None:
+    batch = planned(estate)
+    before = graph_digest(estate)
+    with pytest.raises(UpstreamError, match="stale batch digest"):
+        approve(estate, batch, batch_digest="0000000000000000")
+    with pytest.raises(UpstreamError, match="not an approver"):
+        approve(estate, batch, reviewer="mallory")
+    assert graph_digest(estate) == before
+
+
+def test_dry_run_cannot_be_talked_into_writing(
+    estate: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    use_estate_file(monkeypatch, tmp_path, **{"actuation: ratify": "actuation: dry-run"})
+    estate = settings_mod.load()
+    assert settings_mod.load().estate_file.parent == tmp_path
+    batch = planned(estate)
+    before = graph_digest(estate)
+    # approve everything, as an approver, and claim to be the automatic sensor
+    result = run_job(
+        estate,
+        "coverage_writeback_job",
+        {
+            "ops": {
+                "coverage_writeback": {
+                    "config": {
+                        "batch_digest": batch.digest,
+                        "approve": ["all"],
+                        "reviewer": "alice",
+                    }
+                }
+            }
+        },
+        tags={"upstream/automatic": "true", "upstream/policy": "auto"},
+    )
+    meta = result.asset_materializations_for_node("coverage_writeback")[0].metadata
+    assert meta["written"].value == 0 and "nothing was written" in meta["result"].value
+    assert graph_digest(estate) == before
+
+
+def test_a_ratify_estate_refuses_launches_that_claim_to_be_automatic(estate: Settings) -> None:
+    batch = planned(estate)
+    before = graph_digest(estate)
+    with pytest.raises(UpstreamError, match="only a person on the approvers list"):
+        run_job(
+            estate,
+            "coverage_writeback_job",
+            {
+                "ops": {
+                    "coverage_writeback": {
+                        "config": {
+                            "batch_digest": batch.digest,
+                            "approve": ["all"],
+                            "reviewer": "alice",
+                        }
+                    }
+                }
+            },
+            tags={"upstream/automatic": "true"},
+        )
+    assert graph_digest(estate) == before
+
+
+def test_a_second_approval_of_the_same_batch_is_refused(estate: Settings) -> None:
+    batch = planned(estate)
+    first = approve(estate, batch)
+    digest_after = graph_digest(estate)
+    with pytest.raises(UpstreamError) as err:
+        approve(estate, batch)
+    # refused before any write: the gate check sees the graph moved; the claim names the run
+    assert "batch_is_priced_and_current" in err.value.problem
+    with pytest.raises(gate.BatchRefused, match=first.run_id):
+        gate.claim(estate.state_dir, batch.digest, "another-run", "alice")
+    assert graph_digest(estate) == digest_after
+
+
+def _claim_in_process(state: str, digest: str, name: str, out: Any) -> None:
+    try:
+        gate.claim(Path(state), digest, name, "alice")
+        out.put(name)
+    except gate.BatchRefused:
+        out.put(None)
+
+
+def test_concurrent_claims_in_threads_and_processes_let_exactly_one_write(tmp_path: Path) -> None:
+    winners: list[str] = []
+
+    def contend(name: str) -> None:
+        try:
+            gate.claim(tmp_path, "threads", name, "alice")
+            winners.append(name)
+        except gate.BatchRefused:
+            pass
+
+    threads = [threading.Thread(target=contend, args=(f"t{i}",)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(winners) == 1
+    queue: Any = multiprocessing.get_context("spawn").Queue()
+    procs = [
+        multiprocessing.get_context("spawn").Process(
+            target=_claim_in_process, args=(str(tmp_path), "procs", f"p{i}", queue)
+        )
+        for i in range(4)
+    ]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(60)
+    results = [queue.get(timeout=10) for _ in procs]
+    assert len([r for r in results if r]) == 1
+
+
+def test_a_failing_writer_gives_a_partial_result_and_landed_writes_undo(
+    estate: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    batch = planned(estate)
+    original = LiteGraph.write_aspect
+
+    def flaky(self: LiteGraph, urn: str, aspect: str, value: Any) -> Any:
+        if aspect == "domains":
+            raise OSError("disk full (injected)")
+        return original(self, urn, aspect, value)
+
+    monkeypatch.setattr(LiteGraph, "write_aspect", flaky)
+    result = approve(estate, batch)
+    meta = result.asset_materializations_for_node("coverage_writeback")[0].metadata
+    assert meta["partial"].value and meta["failed"].value > 0 and meta["written"].value > 0
+    assert "disk full" in meta["receipts"].value
+    monkeypatch.setattr(LiteGraph, "write_aspect", original)
+    run_job(
+        estate, "coverage_reset_job", {"ops": {"coverage_reset": {"config": {"confirm": True}}}}
+    )
+    assert planned(estate).base.overall.percent == batch.base.overall.percent
+
+
+def test_a_rejected_proposal_does_not_come_back(estate: Settings) -> None:
+    batch = planned(estate)
+    victim = batch.proposals[0]
+    approve(
+        estate,
+        batch,
+        approve=[batch.proposals[1].id],
+        reject=[victim.id],
+        reject_reason="wrong owner",
+    )
+    again = planned(estate)
+    assert victim.id not in {p.id for p in again.proposals}
+    assert any(u.asset == victim.asset and "rejected" in u.reason for u in again.unfixable)
+
+
+def test_verify_fails_when_datahub_differs_from_the_projection(estate: Settings) -> None:
+    batch = planned(estate)
+    approve(estate, batch)
+    graph = LiteGraph(estate.lite_file)
+    try:  # someone removes one of the owners Upstream just wrote
+        target = next(p for p in batch.proposals if p.change.kind == "add_owner")
+        graph.delete_aspect(target.asset, "ownership")
+    finally:
+        graph.close()
+    verify = run_job(estate, "coverage_verify_job")
+    (check,) = verify.get_asset_check_evaluations()
+    assert not check.passed and check.metadata["difference"].value < 0
+
+
+@pytest.fixture(scope="module")
+def planned_estate(
+    built_estate: Path, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[Path, Plan]:
+    import os
+    import shutil
+
+    from upstream_dagster import settings as settings_mod
+
+    state = tmp_path_factory.mktemp("undo") / "state"
+    shutil.copytree(built_estate, state, ignore=shutil.ignore_patterns("dagster_home"))
+    os.environ["UPSTREAM_STATE_DIR"] = str(state)
+    try:
+        batch = run_job(settings_mod.load(), "score").output_for_node("proposals")
+    finally:
+        os.environ["UPSTREAM_STATE_DIR"] = str(built_estate)
+    return state, batch
+
+
+def _latest(graph: LiteGraph, urns: list[str], aspects: list[str]) -> dict[str, Any]:
+    return graph.get_aspects(urns, aspects)
+
+
+@hsettings(
+    max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(data=st.data())
+def test_reset_restores_every_aspect_for_any_subset_of_proposals(
+    planned_estate: tuple[Path, Plan], data: st.DataObject
+) -> None:
+    state, batch = planned_estate
+    chosen = data.draw(
+        st.lists(st.sampled_from(batch.proposals), unique_by=lambda p: p.id, min_size=1, max_size=8)
+    )
+    graph = LiteGraph(state / "datahub-lite.sqlite")
+    try:
+        written: list[PreImage] = []
+        for p in chosen:
+            for receipt, pre in write_change(graph, p.asset, p.change):
+                assert receipt.written, receipt
+                written.append(pre)
+        touched = sorted({(pre.urn, pre.aspect) for pre in written})
+        for pre in reversed(written):
+            assert restore(graph, pre).urn == pre.urn
+        for urn, aspect in touched:
+            now = graph.get_aspects([urn], [aspect]).get(urn, {}).get(aspect)
+            first = next(pre for pre in written if (pre.urn, pre.aspect) == (urn, aspect))
+            assert now == first.value, (urn, aspect)
+    finally:
+        graph.close()
