@@ -156,7 +156,8 @@ def plan() -> None:
         )
     out.print(
         f"{len(batch.unfixable)} violations stay (nothing in the graph to infer from); "
-        f"{batch.dropped} proposals dropped for no simulated benefit."
+        f"{batch.dropped} proposals dropped for no simulated benefit; {batch.deferred} priced "
+        "proposals wait for the next batch (max_proposals_per_run)."
     )
     out.print(f"approve: upstream approve --all --reviewer NAME   (digest {batch.digest})")
 

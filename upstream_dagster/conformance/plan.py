@@ -45,6 +45,7 @@ class Plan:
     proposals: tuple[Proposal, ...]
     unfixable: tuple[Unfixable, ...]
     dropped: int  # proposals with no simulated benefit
+    deferred: int = 0  # priced proposals beyond max_proposals_per_run: the next batch's
 
 
 def _walk(ctx: MetadataContext, start: str, direction: str) -> Iterator[AssetFacts]:
@@ -234,6 +235,6 @@ def plan(
     priced.sort(key=lambda p: (-p.risk, -(p.price.delta_points if p.price else 0), p.id))
     batch = tuple(priced[: spec.policies.max_proposals_per_run])
     projected = simulate(ctx, spec, batch, now_ms)
-    return Plan(
-        batch_digest(batch, base.overall.percent), base, projected, batch, tuple(unfixable), dropped
-    )
+    digest = batch_digest(batch, base.overall.percent)
+    deferred = len(priced) - len(batch)
+    return Plan(digest, base, projected, batch, tuple(unfixable), dropped, deferred)

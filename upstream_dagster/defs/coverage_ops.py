@@ -64,6 +64,7 @@ def plan_metadata(result: Plan) -> dict[str, Any]:
         "percent_projected": dg.MetadataValue.float(after),
         "projected_delta_points": dg.MetadataValue.float(round(after - before, 2)),
         "dropped_no_benefit": result.dropped,
+        "deferred_to_next_batch": result.deferred,
         "unfixable": len(result.unfixable),
         "batch": dg.MetadataValue.md(
             proposals_table(result.proposals)
