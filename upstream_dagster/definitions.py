@@ -13,7 +13,7 @@ from dagster_dbt import DbtCliResource
 
 from upstream_dagster import settings as settings_mod
 from upstream_dagster.defs.conformance import conformance_defs
-from upstream_dagster.defs.coverage import coverage_defs
+from upstream_dagster.defs.coverage import auto_writeback_sensor, coverage_defs
 from upstream_dagster.defs.estate import estate_assets
 from upstream_dagster.demo.deploy import ensure_ready
 
@@ -78,6 +78,7 @@ def build(settings: settings_mod.Settings) -> dg.Definitions:
         asset_checks=[*score_checks, *coverage_checks],
         jobs=[build_job, refresh_job, score_job, writeback_job, verify_job, reset_job],
         schedules=[nightly],
+        sensors=[auto_writeback_sensor(settings, writeback_job)],
         resources={
             "dbt": DbtCliResource(
                 project_dir=str(settings.dbt_project_dir),

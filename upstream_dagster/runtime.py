@@ -12,6 +12,11 @@ DAGSTER_YAML = """\
 # Written by Upstream. The embedded default keeps run and event storage in this folder.
 telemetry:
   enabled: false
+# One write-back at a time: coverage_writeback runs in the `coverage_writeback` pool, and every
+# pool defaults to one slot. (The batch claim in gate.sqlite keeps each batch at most once.)
+concurrency:
+  pools:
+    default_limit: 1
 """
 
 

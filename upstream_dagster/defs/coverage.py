@@ -7,6 +7,7 @@ estate.yaml, never from the request, and the asset re-checks digest, reviewer an
 """
 
 import json
+from typing import Any
 
 import dagster as dg
 from pydantic import Field
@@ -107,7 +108,7 @@ def coverage_defs(
     @dg.asset(
         group_name=GROUP,
         deps=[proposals],
-        op_tags={"dagster/concurrency_key": "coverage_writeback"},
+        pool="coverage_writeback",
         description=(
             "Writes the approved proposals into DataHub, one writer per aspect, recording every "
             "aspect's pre-image for undo and a receipt per write. Launch it by hand with the batch "
@@ -227,7 +228,7 @@ def _writeback(
             f"this launch says it is automatic, but estate.yaml's policy is "
             f"{policy.actuation!r}: only a person on the approvers list may write"
         )
-    if policy.actuation == "ratify" and config.reviewer not in policy.approvers:
+    if not automatic and config.reviewer not in policy.approvers:
         raise dg.Failure(
             f"{config.reviewer!r} is not an approver; estate.yaml allows "
             f"{', '.join(policy.approvers) or 'nobody'}"
@@ -323,3 +324,42 @@ def _reset(
             ),
         }
     )
+
+
+AUTO_REVIEWER = "upstream-auto"
+
+
+def auto_writeback_sensor(settings: Settings, job: Any) -> dg.SensorDefinition:
+    @dg.sensor(
+        job=job,
+        minimum_interval_seconds=60,
+        default_status=dg.DefaultSensorStatus.RUNNING,
+        description=(
+            "Under an `auto` policy, launches the write-back for each new batch, tagged as "
+            "automatic; proposals riskier than max_auto_risk still wait for a person. "
+            "Under dry-run or ratify it launches nothing."
+        ),
+    )
+    def auto_writeback(context: dg.SensorEvaluationContext) -> dg.SensorResult | dg.SkipReason:
+        spec = ops.load_spec(settings)
+        if spec.policies.actuation != "auto":
+            return dg.SkipReason(f"policy is {spec.policies.actuation}: a person approves")
+        event = context.instance.get_latest_materialization_event(dg.AssetKey("proposals"))
+        meta = event.asset_materialization.metadata if event and event.asset_materialization else {}
+        if "batch_digest" not in meta or not meta["proposals"].value:
+            return dg.SkipReason("no batch with proposals has been planned")
+        digest = str(meta["batch_digest"].value)
+        if gate.claimed_by(settings.state_dir, digest):
+            return dg.SkipReason(f"batch {digest} was already written")
+        config = {"batch_digest": digest, "approve": ["all"], "reviewer": AUTO_REVIEWER}
+        return dg.SensorResult(
+            run_requests=[
+                dg.RunRequest(
+                    run_key=f"auto-{digest}",
+                    tags={"upstream/automatic": "true"},
+                    run_config={"ops": {"coverage_writeback": {"config": config}}},
+                )
+            ]
+        )
+
+    return auto_writeback
