@@ -204,11 +204,16 @@ def approve(
     except UpstreamError as exc:
         _fail(exc)
     meta = result.asset_materializations_for_node("coverage_writeback")[0].metadata
+    if "result" in meta:  # the policy wrote nothing, and says why
+        out.print(f"batch {digest}: {meta['result'].value}")
+        return
     out.print(
         f"batch {digest}: {meta['written'].value} writes, {meta['failed'].value} failed "
-        f"(policy {meta['policy'].value}); projected "
-        f"{meta['projected_percent'].value if 'projected_percent' in meta else 'n/a'}%"
+        f"(policy {meta['policy'].value}); projected {meta['projected_percent'].value}%"
     )
+    if meta["failed"].value:
+        err.print("some writes failed: the receipts are on the coverage_writeback materialization")
+        raise typer.Exit(2)
 
 
 @app.command()
