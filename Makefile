@@ -33,6 +33,10 @@ lint: install
 bench: install
 	$(BIN)/python -m upstream_dagster.bench.read_path --datasets 10000
 
+## Scoring benchmark on generated estates of 10,000 and 100,000 datasets (minutes the first time).
+bench-scale: install
+	$(BIN)/python -m upstream_dagster.bench.score --datasets 10000 100000
+
 ## Load DataHub's showcase-ecommerce datapack into the embedded DataHub.
 showcase: install
 	$(BIN)/upstream load-estate ../shared/estates/showcase-ecommerce

@@ -54,3 +54,34 @@ def test_read_path_works_on_the_showcase(showcase_state: tuple[Path, str]) -> No
     assert any(a.terms for a in datasets) and any(a.domains for a in datasets)
     assert any(a.structured_properties for a in datasets)
     assert any(a.entity_type == "dashboard" and a.upstreams for a in ctx.assets)
+
+
+def test_the_coverage_loop_works_on_the_showcase(
+    showcase_state: tuple[Path, str], tmp_path: Path
+) -> None:
+    state, _ = showcase_state
+    shipped = ROOT / "upstream_dagster" / "estates" / "showcase-ecommerce.yaml"
+    ratify = tmp_path / "showcase.yaml"
+    ratify.write_text(shipped.read_text().replace("actuation: dry-run", "actuation: ratify"))
+
+    def cli(*args: str, estate: Path = ratify) -> str:
+        done = subprocess.run(
+            [sys.executable, "-m", "upstream_dagster.cli", *args],
+            cwd=ROOT,
+            env={**os.environ, "UPSTREAM_STATE_DIR": str(state), "UPSTREAM_ESTATE": str(estate)},
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        assert done.returncode == 0, done.stderr[-2000:]
+        return done.stdout
+
+    assert "nothing was written" in cli("plan", estate=shipped) + cli(
+        "approve", "--all", "--reviewer", "datahub", "--yes", estate=shipped
+    )
+    planned = cli("plan")
+    assert "35.7% ->" in planned
+    cli("approve", "--all", "--reviewer", "datahub", "--yes")
+    assert ": equal" in cli("verify")
+    cli("reset", "--yes")
+    assert "35.7%" in cli("score").splitlines()[4]
