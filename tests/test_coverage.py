@@ -315,18 +315,22 @@ def test_reset_restores_every_aspect_for_any_subset_of_proposals(
         graph.close()
 
 
-def test_auto_policy_sensor_launches_once_and_risky_proposals_wait(
-    estate: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def tick(settings: Settings) -> Any:
+    """One evaluation of the auto-approval sensor against the estate's Dagster instance."""
     from upstream_dagster.definitions import build
     from upstream_dagster.runtime import dagster_instance
 
+    sensor = build(settings).resolve_sensor_def("auto_writeback")
+    return sensor.evaluate_tick(dg.build_sensor_context(instance=dagster_instance(settings)))
+
+
+def test_auto_policy_sensor_launches_once_and_risky_proposals_wait(
+    estate: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     use_estate_file(monkeypatch, tmp_path, **{"actuation: ratify": "actuation: auto"})
     estate = settings_mod.load()
     batch = planned(estate)
-    instance = dagster_instance(estate)
-    sensor = build(estate).resolve_sensor_def("auto_writeback")
-    (request,) = sensor.evaluate_tick(dg.build_sensor_context(instance=instance)).run_requests
+    (request,) = tick(estate).run_requests
     assert request.run_key == f"auto-{batch.digest}"
     result = run_job(estate, "coverage_writeback_job", request.run_config, tags=request.tags)
     meta = result.asset_materializations_for_node("coverage_writeback")[0].metadata
@@ -337,15 +341,11 @@ def test_auto_policy_sensor_launches_once_and_risky_proposals_wait(
     assert written and all(p.risk <= limit for p in batch.proposals if p.id in written)
     assert any(p.risk > limit for p in batch.proposals), "some proposals must wait for a person"
     # the next tick launches nothing: the batch was written
-    data = sensor.evaluate_tick(dg.build_sensor_context(instance=instance))
+    data = tick(estate)
     assert not data.run_requests and "already written" in (data.skip_message or "")
 
 
 def test_the_sensor_launches_nothing_under_ratify(estate: Settings) -> None:
-    from upstream_dagster.definitions import build
-    from upstream_dagster.runtime import dagster_instance
-
     planned(estate)
-    sensor = build(estate).resolve_sensor_def("auto_writeback")
-    data = sensor.evaluate_tick(dg.build_sensor_context(instance=dagster_instance(estate)))
+    data = tick(estate)
     assert not data.run_requests and "a person approves" in (data.skip_message or "")

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import pytest
+
+from upstream_dagster.conformance.context import MetadataContext
 from upstream_dagster.datahub import open_graph
 from upstream_dagster.datahub.readpath import read_context
 from upstream_dagster.settings import Settings
@@ -20,25 +23,27 @@ SLICES = [
 ]
 
 
-def test_eight_slices_report_their_transport_and_calls(shared_estate: Settings) -> None:
+@pytest.fixture
+def read(shared_estate: Settings) -> tuple[MetadataContext, int]:
+    """The context read from the session's estate, and the DataHub calls the read made."""
     graph = open_graph(shared_estate)
     try:
-        ctx = read_context(graph, as_of_ms=0)
+        return read_context(graph, as_of_ms=0), graph.counter.calls
     finally:
         graph.close()
+
+
+def test_eight_slices_report_their_transport_and_calls(read: tuple[MetadataContext, int]) -> None:
+    ctx, calls = read
     assert [s.name for s in ctx.slices] == SLICES
     assert all(s.transport == "lite" and s.fallback is None and s.calls >= 1 for s in ctx.slices)
-    assert ctx.calls == graph.counter.calls <= 20
+    assert ctx.calls == calls <= 20
     # an empty slice names its reason instead of a silent zero
     assert all(s.items or s.note for s in ctx.slices)
 
 
-def test_twins_are_one_asset_named_by_the_dbt_entity(shared_estate: Settings) -> None:
-    graph = open_graph(shared_estate)
-    try:
-        ctx = read_context(graph, as_of_ms=0)
-    finally:
-        graph.close()
+def test_twins_are_one_asset_named_by_the_dbt_entity(read: tuple[MetadataContext, int]) -> None:
+    ctx, _ = read
     revenue = ctx.by_urn[DBT.format("marts.agg_daily_revenue")]
     assert revenue.twins == (DBT.format("marts.agg_daily_revenue").replace("dbt,", "duckdb,"),)
     assert revenue.upstreams == (DBT.format("marts.fct_orders"),)

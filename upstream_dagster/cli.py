@@ -71,6 +71,19 @@ def run_job(
     return result
 
 
+def _run(
+    settings: settings_mod.Settings,
+    job_name: str,
+    run_config: dict[str, Any] | None = None,
+    tags: dict[str, str] | None = None,
+) -> Any:
+    """run_job for commands: a failure prints its cause and fix and exits 1."""
+    try:
+        return run_job(settings, job_name, run_config, tags)
+    except UpstreamError as exc:
+        _fail(exc)
+
+
 @app.command()
 def demo() -> None:
     """Build the demo estate, ingest it into DataHub, print what DataHub holds and the dial."""
@@ -133,10 +146,7 @@ def _latest_metadata(settings: settings_mod.Settings, key: str) -> dict[str, Any
 def plan() -> None:
     """Score the estate and print the priced proposals of the current batch, with its digest."""
     settings = settings_mod.load()
-    try:
-        result = run_job(settings, "score")
-    except UpstreamError as exc:
-        _fail(exc)
+    result = _run(settings, "score")
     batch = result.output_for_node("proposals")
     before, after = batch.base.overall.percent, batch.projected.overall.percent
     out.print(
@@ -197,12 +207,9 @@ def approve(
         "reject": list(reject or []),
         "reject_reason": reason,
     }
-    try:
-        result = run_job(
-            settings, "coverage_writeback_job", {"ops": {"coverage_writeback": {"config": config}}}
-        )
-    except UpstreamError as exc:
-        _fail(exc)
+    result = _run(
+        settings, "coverage_writeback_job", {"ops": {"coverage_writeback": {"config": config}}}
+    )
     meta = result.asset_materializations_for_node("coverage_writeback")[0].metadata
     if "result" in meta:  # the policy wrote nothing, and says why
         out.print(f"batch {digest}: {meta['result'].value}")
@@ -220,10 +227,7 @@ def approve(
 def verify() -> None:
     """Re-read DataHub and check the measured conformance equals the approved projection."""
     settings = settings_mod.load()
-    try:
-        result = run_job(settings, "coverage_verify_job")
-    except UpstreamError as exc:
-        _fail(exc)
+    result = _run(settings, "coverage_verify_job")
     (check,) = result.get_asset_check_evaluations()
     meta = {k: v.value for k, v in check.metadata.items()}
     out.print(
@@ -243,14 +247,11 @@ def reset(
     if not yes:
         _fail(UpstreamError("reset rewrites DataHub", "pass --yes to confirm"))
     settings = settings_mod.load()
-    try:
-        result = run_job(
-            settings,
-            "coverage_reset_job",
-            {"ops": {"coverage_reset": {"config": {"batch_digest": batch, "confirm": True}}}},
-        )
-    except UpstreamError as exc:
-        _fail(exc)
+    result = _run(
+        settings,
+        "coverage_reset_job",
+        {"ops": {"coverage_reset": {"config": {"batch_digest": batch, "confirm": True}}}},
+    )
     meta = result.asset_materializations_for_node("coverage_reset")[0].metadata
     out.print(
         f"restored {meta['aspects_restored'].value} aspects (batches {meta['batches'].value})"
