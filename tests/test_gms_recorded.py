@@ -153,3 +153,20 @@ def test_recorded_write_is_reported_only_after_it_reads_back(replay: Replay) -> 
     ingest = next(r for r in replay.sent if urlsplit(r.url or "").path == "/aspects")
     proposal = json.loads(ingest.body or b"{}")["proposal"]
     assert (proposal["entityUrn"], proposal["aspectName"]) == (LEDGER, "globalTags")
+
+
+def test_recorded_writer_patches_an_owner_without_rewriting_the_others(replay: Replay) -> None:
+    from upstream_dagster.conformance.proposals import Change
+    from upstream_dagster.datahub.writers import write_change
+
+    graph = GmsGraph(HOST)
+    replay.load("patch_owner")
+    ((receipt, before),) = write_change(graph, LEDGER, Change("add_owner", ("urn:li:corpuser:bo",)))
+    assert receipt.written and "patched" in receipt.detail
+    assert before.value == {"owners": [{"owner": "urn:li:corpuser:ana", "type": "DATAOWNER"}]}
+    ingest = next(r for r in replay.sent if urlsplit(r.url or "").path == "/aspects")
+    proposal = json.loads(ingest.body or b"{}")["proposal"]
+    assert proposal["changeType"] == "PATCH" and proposal["aspectName"] == "ownership"
+    ops = json.loads(proposal["aspect"]["value"])["patch"]
+    assert [op["op"] for op in ops] == ["add"]  # one owner added; ana's entry is never sent
+    assert "urn:li:corpuser:ana" not in proposal["aspect"]["value"]

@@ -295,6 +295,43 @@ class GmsGraph:
             return Receipt(urn, aspect, False, "GMS accepted the write but it did not read back")
         return Receipt(urn, aspect, True, "written to DataHub GMS and read back")
 
+    def patch_change(self, urn: str, kind: str, values: Sequence[str]) -> Receipt:
+        """Apply one intended change as a PATCH, so other people's values are never touched."""
+        from datahub.metadata.schema_classes import (
+            DomainAssociationClass,
+            GlossaryTermAssociationClass,
+            OwnerClass,
+            OwnershipTypeClass,
+            TagAssociationClass,
+        )
+        from datahub.specific.dataset import DatasetPatchBuilder
+
+        builder = DatasetPatchBuilder(urn)
+        aspect = {
+            "add_owner": "ownership",
+            "set_description": "editableDatasetProperties",
+            "add_term": "glossaryTerms",
+            "set_domain": "domains",
+            "add_tag": "globalTags",
+        }[kind]
+        for value in values:
+            if kind == "add_owner":
+                builder.add_owner(OwnerClass(value, OwnershipTypeClass.DATAOWNER))
+            elif kind == "set_description":
+                builder.set_description(value, editable=True)
+            elif kind == "add_term":
+                builder.add_term(GlossaryTermAssociationClass(value))
+            elif kind == "set_domain":
+                builder.add_domain(DomainAssociationClass(domain=value))
+            elif kind == "add_tag":
+                builder.add_tag(TagAssociationClass(value))
+        for mcp in builder.build():  # one Rest.li ingestProposal per patch
+            self._graph.emit_mcp(mcp)
+        back = self.get_aspects([urn], [aspect]).get(urn, {}).get(aspect)
+        if back is None:
+            return Receipt(urn, aspect, False, "GMS accepted the patch but it did not read back")
+        return Receipt(urn, aspect, True, "patched in DataHub GMS and read back")
+
     def close(self) -> None:
         self._graph.close()
 

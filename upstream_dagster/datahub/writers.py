@@ -112,6 +112,14 @@ def write_change(graph: MetadataGraph, urn: str, change: Change) -> list[tuple[R
             for t in change.values
         ]
     aspect, merge = WRITERS[change.kind]
+    patch = getattr(graph, "patch_change", None)
+    if patch is not None:  # a server applies the change as a patch: nothing else is rewritten
+        before = PreImage(urn, aspect, graph.get_aspects([urn], [aspect]).get(urn, {}).get(aspect))
+        try:
+            receipt: Receipt = patch(urn, change.kind, change.values)
+        except (UpstreamError, OSError, ValueError) as exc:
+            receipt = Receipt(urn, aspect, False, f"patch failed: {exc}")
+        return [(receipt, before)]
     return [_write(graph, urn, aspect, lambda cur: merge(cur, change.values))]
 
 
