@@ -74,7 +74,7 @@ def plan_metadata(result: Plan) -> dict[str, Any]:
         ),
         "stays_a_violation": dg.MetadataValue.md("\n".join(unfixable)),
         "approve_with": dg.MetadataValue.md(
-            f"`upstream approve --all --reviewer NAME` or launch the `coverage_writeback` job "
+            f"`upstream approve --all --reviewer NAME` or launch the `coverage_writeback_job` job "
             f"with config `batch_digest: {result.digest}`, `approve: [all]`, `reviewer: NAME`"
         ),
     }
