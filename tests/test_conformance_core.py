@@ -154,3 +154,46 @@ def test_risk_uses_incident_history_once_it_exists() -> None:
     terms = {t.name: t for t in risk.terms}
     assert terms["fragility"].value is not None and terms["fragility"].value > 0.9
     assert terms["similarity"].value == 1.0
+
+
+def test_planning_cites_git_history_and_column_lineage_when_nothing_nearer_exists() -> None:
+    from upstream_dagster.conformance.plan import plan
+
+    up = AssetFacts(
+        urn=B,
+        name="acme.staging.stg_ledger",
+        downstreams=(A,),
+        columns=(Column("amount", terms=("urn:li:glossaryTerm:Money",)),),
+    )
+    down = AssetFacts(
+        urn=A,
+        name="acme.marts.fct_ledger",
+        upstreams=(B,),
+        columns=(Column("amount"),),
+        properties=(("dbt_file_path", "models/marts/fct_ledger.sql"),),
+    )
+    ctx = replace(
+        ctx_of(up, down),
+        column_edges=((f"urn:li:schemaField:({B},amount)", f"urn:li:schemaField:({A},amount)"),),
+    )
+    estate = EstateSpec.model_validate(
+        {
+            "tiers": [
+                {
+                    "name": "gold",
+                    "match": [{"names": ["fct_*"]}],
+                    "requirements": {"require_owner": True, "require_glossary_term": True},
+                }
+            ],
+            "policies": {"approvers": ["ana"]},
+        }
+    )
+    without = plan(ctx, estate, NOW)
+    assert {u.requirement for u in without.unfixable} == {"require_owner"}
+    result = plan(ctx, estate, NOW, authors={"models/marts/fct_ledger.sql": "ana"})
+    by_req = {p.requirement: p for p in result.proposals}
+    assert by_req["require_owner"].change.values == ("urn:li:corpuser:ana",)
+    assert by_req["require_owner"].evidence[0].startswith("git: ana")
+    assert by_req["require_glossary_term"].change.values == ("urn:li:glossaryTerm:Money",)
+    assert "column lineage" in by_req["require_glossary_term"].evidence[0]
+    assert result.projected.overall.percent == 100.0

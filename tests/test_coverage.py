@@ -165,8 +165,8 @@ def test_a_second_approval_of_the_same_batch_is_refused(estate: Settings) -> Non
     digest_after = graph_digest(estate)
     with pytest.raises(UpstreamError) as err:
         approve(estate, batch)
-    # refused before any write: the gate check sees the graph moved; the claim names the run
-    assert "batch_is_priced_and_current" in err.value.problem
+    # refused before any write, naming the run that wrote the batch
+    assert f"already written by run {first.run_id}" in err.value.problem
     with pytest.raises(gate.BatchRefused, match=first.run_id):
         gate.claim(estate.state_dir, batch.digest, "another-run", "alice")
     assert graph_digest(estate) == digest_after
@@ -232,6 +232,21 @@ def test_a_failing_writer_gives_a_partial_result_and_landed_writes_undo(
         estate, "coverage_reset_job", {"ops": {"coverage_reset": {"config": {"confirm": True}}}}
     )
     assert planned(estate).base.overall.percent == batch.base.overall.percent
+
+
+def test_rejecting_the_whole_batch_leaves_the_graph_byte_identical(estate: Settings) -> None:
+    batch = planned(estate)
+    before = graph_digest(estate)
+    approve(
+        estate, batch, approve=[], reject=[p.id for p in batch.proposals], reject_reason="not now"
+    )
+    assert graph_digest(estate) == before
+    assert not planned_or_none(estate)
+
+
+def planned_or_none(settings: Settings) -> tuple[str, ...]:
+    batch = run_job(settings, "score").output_for_node("proposals")
+    return tuple(p.id for p in batch.proposals)
 
 
 def test_a_rejected_proposal_does_not_come_back(estate: Settings) -> None:

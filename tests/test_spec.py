@@ -123,7 +123,7 @@ def test_shipped_estate_files_load_and_old_files_without_new_blocks_still_load(
     minimal = load_estate(
         write(tmp_path, GOOD_TIER.format(requirements="      require_owner: true"))
     )
-    assert minimal.policies.actuation == "ratify"  # absent blocks take their defaults
+    assert minimal.policies.actuation == "dry-run"  # absent blocks take safe defaults
 
 
 def test_cli_reports_a_bad_estate_without_a_traceback(tmp_path: Path) -> None:
@@ -139,3 +139,11 @@ def test_cli_reports_a_bad_estate_without_a_traceback(tmp_path: Path) -> None:
     assert done.returncode == 1
     assert f"{path}:7" in done.stderr and "require_owner" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_a_policy_that_writes_must_name_its_approvers(tmp_path: Path) -> None:
+    text = GOOD_TIER.format(requirements="      require_owner: true") + (
+        "policies:\n  actuation: ratify\n  approvers: []\n"
+    )
+    with pytest.raises(SpecError, match="needs someone to approve"):
+        load_estate(write(tmp_path, text))

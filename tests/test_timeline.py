@@ -139,3 +139,34 @@ def test_ownership_tags_terms_and_docs_changes_are_categorised() -> None:
 def test_unknown_category_is_refused_with_the_valid_ones() -> None:
     with pytest.raises(ValueError, match="TECHNICAL_SCHEMA"):
         timeline.derive(URN, {}, ["SCHEMA"])
+
+
+def test_structured_property_and_memory_writers_keep_everyone_elses_values(lite: LiteGraph) -> None:
+    from upstream_dagster.conformance.proposals import Change
+    from upstream_dagster.datahub.writers import restore, write_change
+
+    owned = {
+        "properties": [
+            {"propertyUrn": "urn:li:structuredProperty:costCenter", "values": [{"string": "cc-1"}]}
+        ]
+    }
+    assert lite.write_aspect(URN, "structuredProperties", owned).written
+    change = Change("set_structured_property", ("urn:li:structuredProperty:retentionDays", "30"))
+    ((receipt, before),) = write_change(lite, URN, change)
+    assert receipt.written and before.value == owned
+    props = lite.get_aspects([URN], ["structuredProperties"])[URN]["structuredProperties"]
+    assert [p["propertyUrn"].rsplit(":", 1)[-1] for p in props["properties"]] == [
+        "costCenter",
+        "retentionDays",
+    ]
+    ((memo, absent),) = write_change(
+        lite,
+        URN,
+        Change("add_memory", ("https://runbooks.example/rebates", "Runbook: rebates feed")),
+    )
+    assert memo.written and absent.value is None
+    restore(lite, absent)
+    restore(lite, before)
+    assert lite.get_aspects([URN], ["structuredProperties", "institutionalMemory"])[URN] == {
+        "structuredProperties": owned
+    }

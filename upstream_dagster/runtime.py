@@ -31,7 +31,10 @@ def dagster_instance(settings: Settings) -> dg.DagsterInstance:
 
 
 def failure_message(result: dg.ExecuteInProcessResult) -> str:
-    """The first step failure's own message, without Dagster's wrapping."""
+    """The first failed check's reason, else the first step failure's own message."""
+    for check in result.get_asset_check_evaluations():
+        if not check.passed and check.description:
+            return f"check {check.check_name} failed: {check.description}"
     for event in result.all_events:
         if event.is_step_failure and event.step_failure_data is not None:
             error = event.step_failure_data.error

@@ -8,7 +8,7 @@ worse than a gap. Proposals whose simulated benefit is nothing are dropped, not 
 from __future__ import annotations
 
 from collections import Counter, deque
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
 
 from upstream_dagster.conformance import match
@@ -59,7 +59,9 @@ def _walk(ctx: MetadataContext, start: str, direction: str) -> Iterator[AssetFac
                 yield ctx.by_urn[nxt]
 
 
-def infer_owner(ctx: MetadataContext, a: AssetFacts) -> tuple[Change, tuple[str, ...]] | None:
+def infer_owner(
+    ctx: MetadataContext, a: AssetFacts, authors: Mapping[str, str] | None = None
+) -> tuple[Change, tuple[str, ...]] | None:
     for up in _walk(ctx, a.urn, "upstreams"):
         if up.owners:
             return Change("add_owner", (up.owners[0],)), (
@@ -75,6 +77,12 @@ def infer_owner(ctx: MetadataContext, a: AssetFacts) -> tuple[Change, tuple[str,
             return Change("add_owner", (owner,)), (
                 f"domain: {short(owner)} owns {n} of {total} owned assets in {short(domain)}",
             )
+    path = dict(a.properties).get("dbt_file_path", "")
+    author = (authors or {}).get(path)
+    if author:
+        return Change("add_owner", (f"urn:li:corpuser:{author}",)), (
+            f"git: {author} made the most commits to {path}",
+        )
     return None
 
 
@@ -108,6 +116,21 @@ def infer_description(a: AssetFacts) -> tuple[Change, tuple[str, ...]] | None:
 
 def infer_term(ctx: MetadataContext, a: AssetFacts) -> tuple[Change, tuple[str, ...]] | None:
     column_terms = Counter(t for c in a.columns for t in c.terms)
+    if not column_terms:  # terms on the upstream columns that feed this asset's columns
+        feeding = {u for u, d in ctx.column_edges if d.startswith(f"urn:li:schemaField:({a.urn},")}
+        for field in sorted(feeding):
+            dataset, _, path = (
+                field.removeprefix("urn:li:schemaField:(").removesuffix(")").rpartition(",")
+            )
+            source = ctx.by_urn.get(dataset)
+            column_terms.update(
+                t for c in (source.columns if source else ()) if c.path == path for t in c.terms
+            )
+        if column_terms:
+            term = min(column_terms, key=lambda t: (-column_terms[t], t))
+            return Change("add_term", (term,)), (
+                f"column lineage: upstream columns feeding it carry {short(term)}",
+            )
     if column_terms:
         term = min(column_terms, key=lambda t: (-column_terms[t], t))
         cols = [c.path for c in a.columns if term in c.terms]
@@ -147,14 +170,16 @@ def infer_assertions(
 
 
 def _infer(
-    ctx: MetadataContext, spec: EstateSpec, r: CheckResult
+    ctx: MetadataContext, spec: EstateSpec, r: CheckResult, authors: Mapping[str, str] | None
 ) -> tuple[Change, tuple[str, ...]] | str:
     a = ctx.by_urn[r.asset]
     req = next(t for t in spec.tiers if t.name == r.tier).requirements
     found: tuple[Change, tuple[str, ...]] | None = None
     if r.requirement == "require_owner":
-        found = infer_owner(ctx, a)
-        reason = "no owner upstream and none in its domain: nobody in the graph to name"
+        found = infer_owner(ctx, a, authors)
+        reason = (
+            "no owner upstream, none in its domain, no git history: nobody in the graph to name"
+        )
     elif r.requirement == "require_description":
         found = infer_description(a)
         reason = "no columns and no upstreams to describe it from"
@@ -198,15 +223,20 @@ def _price(base: Dial, after: Dial, ctx: MetadataContext, p: Proposal, top_tier:
 
 
 def plan(
-    ctx: MetadataContext, spec: EstateSpec, now_ms: int, rejected: frozenset[str] = frozenset()
+    ctx: MetadataContext,
+    spec: EstateSpec,
+    now_ms: int,
+    rejected: frozenset[str] = frozenset(),
+    authors: Mapping[str, str] | None = None,
 ) -> Plan:
+    """``authors`` maps a dbt model file, as DataHub records it, to its main git author."""
     base = score(ctx, spec, match.resolve(ctx, spec), now_ms)
     top = spec.tiers[0].name
     candidates: list[Proposal] = []
     unfixable: list[Unfixable] = []
     for v in rank_violations(ctx, spec, base.results, now_ms):
         r = v.check
-        found = _infer(ctx, spec, r)
+        found = _infer(ctx, spec, r, authors)
         if isinstance(found, str):
             unfixable.append(Unfixable(r.asset, r.tier, r.requirement, found))
             continue

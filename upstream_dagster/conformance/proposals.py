@@ -13,7 +13,16 @@ from typing import Literal
 
 from upstream_dagster.conformance.context import AssertionFact, AssetFacts, MetadataContext
 
-ChangeKind = Literal["add_owner", "set_description", "add_term", "set_domain", "add_assertions"]
+ChangeKind = Literal[
+    "add_owner",
+    "set_description",
+    "add_term",
+    "set_domain",
+    "add_tag",
+    "add_assertions",
+    "set_structured_property",
+    "add_memory",
+]
 
 
 @dataclass(frozen=True)
@@ -75,6 +84,14 @@ def apply_change(asset: AssetFacts, change: Change) -> AssetFacts:
         return replace(asset, terms=tuple(sorted({*asset.terms, *change.values})))
     if change.kind == "set_domain":
         return replace(asset, domains=(change.values[0],))
+    if change.kind == "add_tag":
+        return replace(asset, tags=tuple(sorted({*asset.tags, *change.values})))
+    if change.kind == "set_structured_property":
+        prop, *values = change.values
+        kept = tuple(p for p in asset.structured_properties if p[0] != prop)
+        return replace(asset, structured_properties=tuple(sorted((*kept, (prop, tuple(values))))))
+    if change.kind == "add_memory":
+        return asset  # institutional memory is not a scored requirement
     if change.kind == "add_assertions":
         new = tuple(
             AssertionFact(assertion_urn(asset.urn, t), f"upstream:{t}") for t in change.values

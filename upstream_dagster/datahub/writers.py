@@ -19,6 +19,8 @@ from upstream_dagster.errors import UpstreamError
 
 log = logging.getLogger(__name__)
 ACTOR = "urn:li:corpuser:upstream"
+# Changes a DataHub server applies as patches; the rest are read-modify-write everywhere.
+PATCHABLE = {"add_owner", "set_description", "add_term", "set_domain", "add_tag"}
 
 
 @dataclass(frozen=True)
@@ -81,6 +83,26 @@ def _tags(current: Json | None, values: tuple[str, ...]) -> Json:
     return value
 
 
+def _structured(current: Json | None, values: tuple[str, ...]) -> Json:
+    """values: (property URN, value, ...) — sets that one property, keeps every other one."""
+    prop, *new = values
+    value = dict(current or {"properties": []})
+    kept = [p for p in value.get("properties", []) if p.get("propertyUrn") != prop]
+    value["properties"] = [*kept, {"propertyUrn": prop, "values": [{"string": v} for v in new]}]
+    return value
+
+
+def _memory(current: Json | None, values: tuple[str, ...]) -> Json:
+    """values: (url, description) — adds one link to the asset's institutional memory."""
+    url, description = values
+    value = dict(current or {"elements": []})
+    elements = list(value.get("elements", []))
+    if not any(e.get("url") == url for e in elements):
+        elements.append({"url": url, "description": description, "createStamp": _stamp()})
+    value["elements"] = elements
+    return value
+
+
 # change kind -> (aspect written on the asset, how the change merges into its current value)
 WRITERS: dict[str, tuple[str, Callable[[Json | None, tuple[str, ...]], Json]]] = {
     "add_owner": ("ownership", _ownership),
@@ -88,6 +110,8 @@ WRITERS: dict[str, tuple[str, Callable[[Json | None, tuple[str, ...]], Json]]] =
     "add_term": ("glossaryTerms", _terms),
     "set_domain": ("domains", _domain),
     "add_tag": ("globalTags", _tags),
+    "set_structured_property": ("structuredProperties", _structured),
+    "add_memory": ("institutionalMemory", _memory),
 }
 
 
@@ -113,7 +137,9 @@ def write_change(graph: MetadataGraph, urn: str, change: Change) -> list[tuple[R
         ]
     aspect, merge = WRITERS[change.kind]
     patch = getattr(graph, "patch_change", None)
-    if patch is not None:  # a server applies the change as a patch: nothing else is rewritten
+    if (
+        patch is not None and change.kind in PATCHABLE
+    ):  # a server applies the change as a patch: nothing else is rewritten
         before = PreImage(urn, aspect, graph.get_aspects([urn], [aspect]).get(urn, {}).get(aspect))
         try:
             receipt: Receipt = patch(urn, change.kind, change.values)

@@ -58,6 +58,7 @@ def coverage_defs(
             estate_spec,
             metadata_context.as_of_ms,
             gate.rejected(settings.state_dir),
+            ops.git_authors(settings),
         )
         return dg.Output(result, metadata=ops.plan_metadata(result))
 
@@ -92,6 +93,13 @@ def coverage_defs(
     )
     def batch_is_priced_and_current(proposals: Plan) -> dg.AssetCheckResult:
         unpriced = [p.id for p in proposals.proposals if p.price is None]
+        written_by = gate.claimed_by(settings.state_dir, proposals.digest)
+        if written_by:
+            return dg.AssetCheckResult(
+                passed=False,
+                metadata={"batch_digest": proposals.digest, "written_by_run": written_by},
+                description=f"batch {proposals.digest} was already written by run {written_by}",
+            )
         spec = ops.load_spec(settings)
         now = ops.current_plan(settings, spec, proposals.base.as_of_ms)
         current = now.digest == proposals.digest

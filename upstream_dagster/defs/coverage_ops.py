@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import dagster as dg
@@ -16,6 +17,39 @@ from upstream_dagster.spec.urns import short
 WRITEBACK = dg.AssetKey("coverage_writeback")
 
 
+def git_authors(settings: Settings) -> dict[str, str]:
+    """dbt model file (relative to the dbt project, as DataHub records it) -> the author with
+    the most commits to it, when the tracked dbt project is in a git repository; else empty."""
+    import subprocess
+    from collections import Counter
+
+    source = settings.dbt_source_dir
+    top = subprocess.run(
+        ["git", "-C", str(source), "rev-parse", "--show-toplevel"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if top.returncode != 0:
+        return {}
+    prefix = source.resolve().relative_to(Path(top.stdout.strip()).resolve()).as_posix()
+    log = subprocess.run(
+        ["git", "-C", str(source), "log", "--format=@%ae", "--name-only", "--", "."],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    counts: dict[str, Counter[str]] = {}
+    author = ""
+    for line in log.stdout.splitlines():
+        if line.startswith("@"):
+            author = line[1:].split("@", 1)[0].split("+")[-1]
+        elif line.endswith(".sql") and author:
+            path = line.removeprefix(f"{prefix}/") if prefix != "." else line
+            counts.setdefault(path, Counter())[author] += 1
+    return {path: min(c, key=lambda a: (-c[a], a)) for path, c in counts.items()}
+
+
 def current_plan(settings: Settings, spec: EstateSpec, as_of_ms: int) -> Plan:
     """Re-read DataHub and plan again at the batch's own instant: only graph changes matter."""
     from upstream_dagster import gate
@@ -27,7 +61,7 @@ def current_plan(settings: Settings, spec: EstateSpec, as_of_ms: int) -> Plan:
         ctx = read_context(graph, as_of_ms)
     finally:
         graph.close()
-    return plan(ctx, spec, as_of_ms, gate.rejected(settings.state_dir))
+    return plan(ctx, spec, as_of_ms, gate.rejected(settings.state_dir), git_authors(settings))
 
 
 def proposals_table(batch: tuple[Proposal, ...]) -> str:

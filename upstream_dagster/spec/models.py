@@ -127,12 +127,21 @@ class RiskPolicy(Strict):
 
 
 class Policies(Strict):
-    actuation: Literal["dry-run", "ratify", "auto"] = "ratify"
+    actuation: Literal["dry-run", "ratify", "auto"] = "dry-run"  # writes nothing by default
     max_proposals_per_run: int = Field(default=25, gt=0)
     approvers: list[str] = Field(default_factory=list)
     max_auto_risk: float = Field(default=0.3, ge=0, le=1)
     reliability: ReliabilityPolicy = Field(default_factory=ReliabilityPolicy)
     risk: RiskPolicy = Field(default_factory=RiskPolicy)
+
+    @model_validator(mode="after")
+    def _someone_approves(self) -> Policies:
+        if self.actuation != "dry-run" and not self.approvers:
+            raise ValueError(
+                f"actuation {self.actuation!r} needs someone to approve: name who "
+                "may in 'approvers', or use 'actuation: dry-run'"
+            )
+        return self
 
 
 class EstateSpec(Strict):
