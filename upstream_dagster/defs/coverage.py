@@ -306,10 +306,11 @@ def _reset(
 
     if not config.confirm:
         raise dg.Failure("reset rewrites DataHub: launch it with confirm: true")
+    done = ops.reset_batches(context.instance)  # a batch is written once, so undone once
     entries = [
         e
         for e in ops.writebacks(context.instance)
-        if config.batch_digest in ("all", e["batch_digest"])
+        if config.batch_digest in ("all", e["batch_digest"]) and e["batch_digest"] not in done
     ]
     graph = open_graph(settings)
     restored = []

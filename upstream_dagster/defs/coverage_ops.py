@@ -140,6 +140,17 @@ def writebacks(instance: dg.DagsterInstance, limit: int = 1000) -> list[dict[str
     return out
 
 
+def reset_batches(instance: dg.DagsterInstance) -> set[str]:
+    """Batches an earlier reset already restored."""
+    out: set[str] = set()
+    key = dg.AssetKey("coverage_reset")
+    for record in instance.fetch_materializations(key, limit=1000).records:
+        event = record.asset_materialization
+        if event is not None and "batches" in event.metadata:
+            out.update(json.loads(str(event.metadata["batches"].value)))
+    return out
+
+
 def projected_percent(
     settings: Settings, spec: EstateSpec, ctx_plan: Plan, chosen: tuple[Proposal, ...]
 ) -> float:
