@@ -52,6 +52,14 @@ class Proposal:
     evidence: tuple[str, ...]
     risk: float = 0.0
     price: Price | None = None
+    # Narrated wording of a description, shown to the reviewer and written if approved. Not
+    # part of the digest: the grounded template decides, the prose only says it better.
+    prose: str | None = None
+
+    def effective_change(self) -> Change:
+        if self.prose and self.change.kind == "set_description":
+            return Change("set_description", (self.prose,))
+        return self.change
 
 
 @dataclass(frozen=True)

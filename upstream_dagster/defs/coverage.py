@@ -60,7 +60,8 @@ def coverage_defs(
             gate.rejected(settings.state_dir),
             ops.git_authors(settings),
         )
-        return dg.Output(result, metadata=ops.plan_metadata(result))
+        result, narration = ops.narrate(result, estate_spec)
+        return dg.Output(result, metadata={**ops.plan_metadata(result), **narration})
 
     @dg.asset(
         group_name=GROUP,
@@ -259,7 +260,7 @@ def _writeback(
     receipts, pre_images = [], []
     try:
         for p in chosen:
-            for receipt, pre in write_change(graph, p.asset, p.change):
+            for receipt, pre in write_change(graph, p.asset, p.effective_change()):
                 receipts.append((p.id, receipt))
                 if receipt.written:
                     pre_images.append(pre.as_json())

@@ -77,7 +77,8 @@ def proposals_table(batch: tuple[Proposal, ...]) -> str:
             if p.price
             else "not priced"
         )
-        value = ", ".join(short(v) if v.startswith("urn:") else v for v in p.change.values)
+        values = p.effective_change().values
+        value = ", ".join(short(v) if v.startswith("urn:") else v for v in values)
         rows.append(
             f"| {p.id} | {short(p.asset)} | {p.requirement} | {p.change.kind}: "
             f"{value[:90]} | {'; '.join(p.evidence)} | {p.risk:.3f} | {price} |"
@@ -112,6 +113,29 @@ def plan_metadata(result: Plan) -> dict[str, Any]:
             f"with config `batch_digest: {result.digest}`, `approve: [all]`, `reviewer: NAME`"
         ),
     }
+
+
+def narrate(result: Plan, spec: EstateSpec, client: Any = None) -> tuple[Plan, dict[str, Any]]:
+    """Prose for description proposals when a model key is set; the digest is unchanged."""
+    from dataclasses import replace
+
+    from upstream_dagster.narrator import Narrator
+
+    narrator = Narrator(spec.policies.reliability.budgets.model_calls, client)
+    if not narrator.enabled:
+        return result, {"narrator": "off: no ANTHROPIC_API_KEY, descriptions use the template"}
+    proposals = []
+    for p in result.proposals:
+        if p.change.kind == "set_description":
+            prose = narrator.describe(short(p.asset), p.change.values[0], p.evidence)
+            p = replace(p, prose=prose) if prose else p
+        proposals.append(p)
+    meta = {
+        "narrator": "on",
+        "model_calls": narrator.used,
+        "narrator_fell_back": "; ".join(narrator.skipped) or "never",
+    }
+    return replace(result, proposals=tuple(proposals)), meta
 
 
 def select(batch: Plan, approve: list[str]) -> tuple[Proposal, ...]:
