@@ -45,10 +45,15 @@ def planned(settings: Settings) -> Plan:
     return batch
 
 
-def approve(settings: Settings, batch: Plan, **overrides: Any) -> dg.ExecuteInProcessResult:
+def approve(
+    settings: Settings, batch: Plan, tags: dict[str, str] | None = None, **overrides: Any
+) -> dg.ExecuteInProcessResult:
     config = {"batch_digest": batch.digest, "approve": ["all"], "reviewer": "alice", **overrides}
     return run_job(
-        settings, "coverage_writeback_job", {"ops": {"coverage_writeback": {"config": config}}}
+        settings,
+        "coverage_writeback_job",
+        {"ops": {"coverage_writeback": {"config": config}}},
+        tags=tags,
     )
 
 
@@ -115,22 +120,7 @@ def test_dry_run_cannot_be_talked_into_writing(
     batch = planned(estate)
     before = graph_digest(estate)
     # approve everything, as an approver, and claim to be the automatic sensor
-    result = run_job(
-        estate,
-        "coverage_writeback_job",
-        {
-            "ops": {
-                "coverage_writeback": {
-                    "config": {
-                        "batch_digest": batch.digest,
-                        "approve": ["all"],
-                        "reviewer": "alice",
-                    }
-                }
-            }
-        },
-        tags={"upstream/automatic": "true", "upstream/policy": "auto"},
-    )
+    result = approve(estate, batch, tags={"upstream/automatic": "true", "upstream/policy": "auto"})
     meta = result.asset_materializations_for_node("coverage_writeback")[0].metadata
     assert meta["written"].value == 0 and "nothing was written" in meta["result"].value
     assert graph_digest(estate) == before
@@ -140,22 +130,7 @@ def test_a_ratify_estate_refuses_launches_that_claim_to_be_automatic(estate: Set
     batch = planned(estate)
     before = graph_digest(estate)
     with pytest.raises(UpstreamError, match="only a person on the approvers list"):
-        run_job(
-            estate,
-            "coverage_writeback_job",
-            {
-                "ops": {
-                    "coverage_writeback": {
-                        "config": {
-                            "batch_digest": batch.digest,
-                            "approve": ["all"],
-                            "reviewer": "alice",
-                        }
-                    }
-                }
-            },
-            tags={"upstream/automatic": "true"},
-        )
+        approve(estate, batch, tags={"upstream/automatic": "true"})
     assert graph_digest(estate) == before
 
 
