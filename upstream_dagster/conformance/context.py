@@ -7,10 +7,10 @@ the dbt entity; ``twins`` lists every URN it was read from.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import NamedTuple
+from typing import Any, NamedTuple, overload
 
 
 class Column(NamedTuple):
@@ -21,6 +21,67 @@ class Column(NamedTuple):
     description: str = ""
     terms: tuple[str, ...] = ()
     tags: tuple[str, ...] = ()
+
+
+def _ids(block: Any, key: str, item: str) -> list[str]:
+    return [x[item] for x in block.get(key, ())] if block else []
+
+
+class LazyColumns(Sequence[Column]):
+    """An asset's columns, built from DataHub's schema fields only when first read.
+
+    Estates hold hundreds of thousands of columns and the dial reads few of them; building every
+    Column up front was most of the read path's own cost. Holds plain JSON, so it pickles.
+    """
+
+    def __init__(self, fields: tuple[Any, ...], editable: tuple[Any, ...] = ()) -> None:
+        self._fields, self._editable = fields, editable
+        self._built: tuple[Column, ...] | None = None
+
+    def _build(self) -> tuple[Column, ...]:
+        if self._built is None:
+            edits = {e["fieldPath"]: e for e in self._editable}
+            out = []
+            for f in self._fields:
+                e = edits.get(f["fieldPath"], {})
+                terms = _ids(f.get("glossaryTerms"), "terms", "urn") + _ids(
+                    e.get("glossaryTerms"), "terms", "urn"
+                )
+                tags = _ids(f.get("globalTags"), "tags", "tag") + _ids(
+                    e.get("globalTags"), "tags", "tag"
+                )
+                out.append(
+                    Column(
+                        f["fieldPath"],
+                        f.get("nativeDataType", ""),
+                        e.get("description") or f.get("description") or "",
+                        tuple(sorted(set(terms))),
+                        tuple(sorted(set(tags))),
+                    )
+                )
+            self._built = tuple(out)
+        return self._built
+
+    def __len__(self) -> int:
+        return len(self._fields)
+
+    @overload
+    def __getitem__(self, index: int) -> Column: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[Column]: ...
+
+    def __getitem__(self, index: int | slice) -> Column | Sequence[Column]:
+        return self._build()[index]
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Sequence) and tuple(self) == tuple(other)
+
+    def __hash__(self) -> int:
+        return hash(self._build())
+
+    def __repr__(self) -> str:
+        return f"LazyColumns({len(self)} fields)"
 
 
 @dataclass(frozen=True)
@@ -50,7 +111,7 @@ class AssetFacts:
     twins: tuple[str, ...] = ()
     subtypes: tuple[str, ...] = ()
     description: str = ""
-    columns: tuple[Column, ...] = ()
+    columns: Sequence[Column] = ()
     owners: tuple[str, ...] = ()
     domains: tuple[str, ...] = ()
     tags: tuple[str, ...] = ()

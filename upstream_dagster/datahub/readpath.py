@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -20,6 +20,7 @@ from upstream_dagster.conformance.context import (
     AssetFacts,
     Column,
     IncidentFact,
+    LazyColumns,
     MetadataContext,
     SliceReport,
 )
@@ -256,42 +257,10 @@ def _primaries(raw: _Raw) -> dict[str, str]:
     return out
 
 
-def _ids(block: Json | None, key: str, item: str) -> list[str]:
-    return [x[item] for x in block.get(key, ())] if block else []
-
-
-def _columns(aspects: Json) -> tuple[Column, ...]:
+def _columns(aspects: Json) -> Sequence[Column]:
     fields = (aspects.get("schemaMetadata") or {}).get("fields") or ()
-    editable_aspect = aspects.get("editableSchemaMetadata")
-    if not editable_aspect:  # the common case, kept cheap: estates have many columns
-        return tuple(
-            Column(
-                f["fieldPath"],
-                f.get("nativeDataType", ""),
-                f.get("description") or "",
-                tuple(sorted(_ids(f.get("glossaryTerms"), "terms", "urn"))),
-                tuple(sorted(_ids(f.get("globalTags"), "tags", "tag"))),
-            )
-            for f in fields
-        )
-    editable = {e["fieldPath"]: e for e in editable_aspect.get("editableSchemaFieldInfo", [])}
-    out = []
-    for f in fields:
-        e = editable.get(f["fieldPath"], {})
-        terms = _ids(f.get("glossaryTerms"), "terms", "urn") + _ids(
-            e.get("glossaryTerms"), "terms", "urn"
-        )
-        tags = _ids(f.get("globalTags"), "tags", "tag") + _ids(e.get("globalTags"), "tags", "tag")
-        out.append(
-            Column(
-                f["fieldPath"],
-                f.get("nativeDataType", ""),
-                e.get("description") or f.get("description") or "",
-                tuple(sorted(set(terms))),
-                tuple(sorted(set(tags))),
-            )
-        )
-    return tuple(out)
+    editable = (aspects.get("editableSchemaMetadata") or {}).get("editableSchemaFieldInfo") or ()
+    return LazyColumns(tuple(fields), tuple(editable)) if fields else ()
 
 
 def _union(values: Iterable[Iterable[str]]) -> tuple[str, ...]:
