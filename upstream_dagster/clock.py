@@ -42,7 +42,3 @@ def now() -> datetime:
 def now_ms() -> int:
     """The clock as epoch milliseconds, DataHub's unit of time."""
     return int(now().timestamp() * 1000)
-
-
-def is_pinned() -> bool:
-    return bool(os.environ.get(CLOCK_ENV, "").strip())

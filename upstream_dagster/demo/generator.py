@@ -10,7 +10,6 @@ from __future__ import annotations
 import csv
 import random
 import tempfile
-from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -355,7 +354,3 @@ def load_warehouse(warehouse: Path, at: datetime | None = None) -> dict[str, int
     finally:
         con.close()
     return counts
-
-
-def iter_sources() -> Iterator[tuple[str, str]]:
-    yield from TABLES
