@@ -7,34 +7,17 @@ the verify step compares what DataHub then says with what simulation projected.
 
 from __future__ import annotations
 
-import fnmatch
-
 from upstream_dagster.conformance.context import AssetFacts, MetadataContext
 from upstream_dagster.conformance.scope import Scope, SelectorHit
 from upstream_dagster.spec.models import EstateSpec, Selector
-from upstream_dagster.spec.urns import to_urns
-
-
-def _name(urn: str) -> str:
-    return urn[urn.index(",") + 1 : urn.rindex(",")] if "," in urn else urn
-
-
-def _platform(urn: str) -> str:
-    marker = "urn:li:dataPlatform:"
-    return urn[urn.index(marker) + len(marker) :].split(",", 1)[0] if marker in urn else ""
-
-
-def _glob(urn: str, pattern: str) -> bool:
-    parts = pattern.count(".") + 1
-    target = ".".join(_name(urn).lower().split(".")[-parts:])
-    return fnmatch.fnmatchcase(target, pattern.lower())
+from upstream_dagster.spec.urns import name_matches, platform_of, to_urns
 
 
 def matches(asset: AssetFacts, selector: Selector) -> bool:
     urns = (asset.urn, *asset.twins)
     checks = [
-        not selector.platforms or any(_platform(u) in selector.platforms for u in urns),
-        not selector.names or any(_glob(u, p) for u in urns for p in selector.names),
+        not selector.platforms or any(platform_of(u) in selector.platforms for u in urns),
+        not selector.names or any(name_matches(u, p) for u in urns for p in selector.names),
         not selector.urns or any(u in selector.urns for u in urns),
         not selector.domains
         or bool(set(to_urns("domains", selector.domains)) & set(asset.domains)),

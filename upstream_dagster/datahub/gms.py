@@ -16,7 +16,6 @@ from typing import Any
 from urllib.parse import quote
 
 from upstream_dagster.datahub import edges as edge_parse
-from upstream_dagster.datahub.lite import name_matches
 from upstream_dagster.datahub.model import (
     AspectVersion,
     AssertionRun,
@@ -30,6 +29,7 @@ from upstream_dagster.datahub.model import (
 )
 from upstream_dagster.datahub.timeline import ALL_CATEGORIES
 from upstream_dagster.errors import DataHubUnavailable
+from upstream_dagster.spec.urns import name_matches
 
 log = logging.getLogger(__name__)
 BATCH = 100  # URNs per batchGet request

@@ -9,7 +9,6 @@ other processes are kept safe by SQLite's WAL and busy timeout.
 
 from __future__ import annotations
 
-import fnmatch
 import logging
 import sqlite3
 import threading
@@ -32,6 +31,7 @@ from upstream_dagster.datahub.model import (
     Transaction,
 )
 from upstream_dagster.errors import DataHubUnavailable
+from upstream_dagster.spec.urns import name_matches
 
 log = logging.getLogger(__name__)
 TABLE = "metadata_aspect_v2"
@@ -44,21 +44,6 @@ SCAN_ABOVE = 2_000
 INDEX = f"CREATE INDEX IF NOT EXISTS upstream_aspect_version_idx ON {TABLE} (aspect_name, version)"
 # The identifying key of each list item that search filters on.
 _KEYS = {"domains": "urn", "globalTags": "tag", "glossaryTerms": "urn", "ownership": "owner"}
-
-
-def dataset_name(urn: str) -> str:
-    """`urn:li:dataset:(urn:li:dataPlatform:p,db.schema.table,PROD)` -> `db.schema.table`."""
-    if urn.startswith("urn:li:dataset:(") and "," in urn:
-        return urn[urn.index(",") + 1 : urn.rindex(",")]
-    return urn.rsplit(":", 1)[-1]
-
-
-def name_matches(urn: str, pattern: str) -> bool:
-    """Glob over the dataset name's trailing parts: `fct_*` matches the table name,
-    `marts.fct_*` the schema and table, `warehouse.marts.fct_*` all three."""
-    parts = pattern.count(".") + 1
-    target = ".".join(dataset_name(urn).lower().split(".")[-parts:])
-    return fnmatch.fnmatchcase(target, pattern.lower())
 
 
 def _chunks(items: Sequence[str], size: int = CHUNK) -> Iterable[Sequence[str]]:

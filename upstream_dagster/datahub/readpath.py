@@ -24,10 +24,10 @@ from upstream_dagster.conformance.context import (
     MetadataContext,
     SliceReport,
 )
-from upstream_dagster.datahub.edges import field_path
-from upstream_dagster.datahub.lite import dataset_name
+from upstream_dagster.datahub.edges import field_dataset, field_path
 from upstream_dagster.datahub.model import Json, SearchQuery
 from upstream_dagster.datahub.protocol import MetadataGraph
+from upstream_dagster.spec.urns import dataset_name, platform_of
 
 log = logging.getLogger(__name__)
 CONSUMER_TYPES = ("dashboard", "chart")
@@ -38,14 +38,6 @@ class _Raw:
     urns: list[str] = field(default_factory=list)
     aspects: dict[str, dict[str, Json]] = field(default_factory=lambda: defaultdict(dict))
     slices: list[SliceReport] = field(default_factory=list)
-
-
-def _platform(urn: str) -> str:
-    marker = "urn:li:dataPlatform:"
-    if marker in urn:
-        rest = urn[urn.index(marker) + len(marker) :]
-        return rest.split(",", 1)[0].split(")", 1)[0]
-    return urn.split(":")[2] if urn.count(":") >= 2 else ""
 
 
 def _slice(
@@ -352,7 +344,7 @@ def _assemble(
             AssetFacts(
                 urn=primary,
                 entity_type=kind,
-                platform=_platform(primary),
+                platform=platform_of(primary),
                 name=main["title"] or dataset_name(primary),
                 twins=tuple(members[1:]),
                 subtypes=_union(f["subtypes"] for f in facts),
@@ -388,8 +380,6 @@ def _assemble(
 
 
 def _reroot(field_urn: str, prime: Callable[[str], str]) -> str:
-    from upstream_dagster.datahub.edges import field_dataset
-
     dataset = field_dataset(field_urn)
     if not dataset:
         return field_urn

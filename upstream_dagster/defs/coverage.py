@@ -217,7 +217,8 @@ def _writeback(
             f"stale batch digest {config.batch_digest}: the current batch is "
             f"{batch.digest}; approve the batch shown on the proposals asset"
         )
-    current = ops.current_plan(settings, spec, batch.base.as_of_ms)
+    ctx = ops.current_context(settings, batch.base.as_of_ms)
+    current = ops.replan(settings, spec, ctx)
     if current.digest != batch.digest:
         raise dg.Failure(
             "the graph changed since this batch was planned (digest now "
@@ -254,7 +255,7 @@ def _writeback(
             config.reject_reason or "no reason given",
         )
         chosen = tuple(p for p in chosen if p.id not in config.reject)
-    projected = ops.projected_percent(settings, spec, batch, chosen)
+    projected = ops.projected_percent(spec, ctx, batch, chosen)
     gate.claim(settings.state_dir, batch.digest, context.run_id, config.reviewer)
     graph = open_graph(settings)
     receipts, pre_images = [], []

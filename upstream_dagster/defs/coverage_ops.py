@@ -8,6 +8,7 @@ from typing import Any
 
 import dagster as dg
 
+from upstream_dagster.conformance.context import MetadataContext
 from upstream_dagster.conformance.plan import Plan, plan, simulate
 from upstream_dagster.conformance.proposals import Proposal
 from upstream_dagster.settings import Settings
@@ -50,18 +51,27 @@ def git_authors(settings: Settings) -> dict[str, str]:
     return {path: min(c, key=lambda a: (-c[a], a)) for path, c in counts.items()}
 
 
-def current_plan(settings: Settings, spec: EstateSpec, as_of_ms: int) -> Plan:
-    """Re-read DataHub and plan again at the batch's own instant: only graph changes matter."""
-    from upstream_dagster import gate
+def current_context(settings: Settings, as_of_ms: int) -> MetadataContext:
+    """DataHub read afresh, at the batch's own instant: only graph changes matter."""
     from upstream_dagster.datahub import open_graph
     from upstream_dagster.datahub.readpath import read_context
 
     graph = open_graph(settings)
     try:
-        ctx = read_context(graph, as_of_ms)
+        return read_context(graph, as_of_ms)
     finally:
         graph.close()
-    return plan(ctx, spec, as_of_ms, gate.rejected(settings.state_dir), git_authors(settings))
+
+
+def replan(settings: Settings, spec: EstateSpec, ctx: MetadataContext) -> Plan:
+    from upstream_dagster import gate
+
+    return plan(ctx, spec, ctx.as_of_ms, gate.rejected(settings.state_dir), git_authors(settings))
+
+
+def current_plan(settings: Settings, spec: EstateSpec, as_of_ms: int) -> Plan:
+    """Re-read DataHub and plan again at the batch's own instant."""
+    return replan(settings, spec, current_context(settings, as_of_ms))
 
 
 def proposals_table(batch: tuple[Proposal, ...]) -> str:
@@ -176,20 +186,13 @@ def reset_batches(instance: dg.DagsterInstance) -> set[str]:
 
 
 def projected_percent(
-    settings: Settings, spec: EstateSpec, ctx_plan: Plan, chosen: tuple[Proposal, ...]
+    spec: EstateSpec, ctx: MetadataContext, batch: Plan, chosen: tuple[Proposal, ...]
 ) -> float:
-    """The selection's own price: conformance is not additive, so simulate this exact set."""
-    from upstream_dagster.datahub import open_graph
-    from upstream_dagster.datahub.readpath import read_context
-
-    if chosen == ctx_plan.proposals:
-        return ctx_plan.projected.overall.percent
-    graph = open_graph(settings)
-    try:
-        ctx = read_context(graph, ctx_plan.base.as_of_ms)
-    finally:
-        graph.close()
-    return simulate(ctx, spec, chosen, ctx_plan.base.as_of_ms).overall.percent
+    """The selection's own price: conformance is not additive, so simulate this exact set
+    over the context the write-back just read (no second DataHub read)."""
+    if chosen == batch.proposals:
+        return batch.projected.overall.percent
+    return simulate(ctx, spec, chosen, batch.base.as_of_ms).overall.percent
 
 
 def load_spec(settings: Settings) -> EstateSpec:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import fnmatch
+
 PREFIX = {
     "domains": "urn:li:domain:",
     "tags": "urn:li:tag:",
@@ -25,3 +27,27 @@ def short(urn: str) -> str:
     if urn.startswith("urn:li:dataset:("):
         return urn.split(",")[1]
     return urn.rsplit(":", 1)[-1]
+
+
+def dataset_name(urn: str) -> str:
+    """`urn:li:dataset:(urn:li:dataPlatform:p,db.schema.table,PROD)` -> `db.schema.table`."""
+    if urn.startswith("urn:li:dataset:(") and "," in urn:
+        return urn[urn.index(",") + 1 : urn.rindex(",")]
+    return urn.rsplit(":", 1)[-1]
+
+
+def platform_of(urn: str) -> str:
+    marker = "urn:li:dataPlatform:"
+    if marker in urn:
+        rest = urn[urn.index(marker) + len(marker) :]
+        return rest.split(",", 1)[0].split(")", 1)[0]
+    return urn.split(":")[2] if urn.count(":") >= 2 else ""
+
+
+def name_matches(urn: str, pattern: str) -> bool:
+    """Glob over the dataset name's trailing parts: `fct_*` matches the table name,
+    `marts.fct_*` the schema and table, `warehouse.marts.fct_*` all three. DataHub search
+    (on every backend) and what-if simulation both match names with this one function."""
+    parts = pattern.count(".") + 1
+    target = ".".join(dataset_name(urn).lower().split(".")[-parts:])
+    return fnmatch.fnmatchcase(target, pattern.lower())
