@@ -51,6 +51,7 @@ def run_job(
     job_name: str,
     run_config: dict[str, Any] | None = None,
     tags: dict[str, str] | None = None,
+    selection: list[Any] | None = None,
 ) -> Any:
     from upstream_dagster.definitions import build
     from upstream_dagster.runtime import dagster_instance, failure_message
@@ -60,7 +61,11 @@ def run_job(
     # The CLI shows warnings only; the full log is in the Dagster UI for every run.
     config = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}, **(run_config or {})}
     result = job.execute_in_process(
-        instance=instance, raise_on_error=False, run_config=config, tags=tags
+        instance=instance,
+        raise_on_error=False,
+        run_config=config,
+        tags=tags,
+        asset_selection=selection,
     )
     if not result.success:
         raise UpstreamError(

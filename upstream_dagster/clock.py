@@ -42,3 +42,15 @@ def now() -> datetime:
 def now_ms() -> int:
     """The clock as epoch milliseconds, DataHub's unit of time."""
     return int(now().timestamp() * 1000)
+
+
+def observed_ms() -> int:
+    """When something was observed: the stamp on a report Upstream sends to DataHub.
+
+    Wall time, not the clock: DataHub's own sources stamp run events with wall time, and two
+    observations must never share a stamp (a sensor's run key is an assertion plus its event
+    time), even when the clock is pinned. Never an input to a computation.
+    """
+    import time
+
+    return int(time.time() * 1000)

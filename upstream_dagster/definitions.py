@@ -14,8 +14,10 @@ from dagster_dbt import DbtCliResource
 from upstream_dagster import settings as settings_mod
 from upstream_dagster.defs.conformance import conformance_defs
 from upstream_dagster.defs.coverage import auto_writeback_sensor, coverage_defs
-from upstream_dagster.defs.estate import estate_assets
-from upstream_dagster.demo.deploy import ensure_ready
+from upstream_dagster.defs.estate import estate_assets, estate_nodes
+from upstream_dagster.defs.monitors import monitor_checks, profiles_asset
+from upstream_dagster.demo.deploy import dbt_executable, ensure_ready
+from upstream_dagster.spec import load_estate
 
 
 def build(settings: settings_mod.Settings) -> dg.Definitions:
@@ -23,17 +25,21 @@ def build(settings: settings_mod.Settings) -> dg.Definitions:
     # dagster-dbt runs dbt as a subprocess that inherits this environment.
     os.environ["UPSTREAM_WAREHOUSE"] = str(settings.warehouse)
     raw_feeds, estate_dbt, datahub_metadata = estate_assets(settings, manifest)
+    nodes = estate_nodes(manifest)
+    profiles = profiles_asset(settings, nodes, [datahub_metadata])
+    monitors = monitor_checks(settings, load_estate(settings.estate_file), nodes, profiles.key)
+    estate = (raw_feeds, estate_dbt, datahub_metadata, profiles)
     build_job = dg.define_asset_job(
         "estate_build",
-        selection=dg.AssetSelection.assets(raw_feeds, estate_dbt, datahub_metadata),
-        description="Generate the raw feeds, build every dbt model and test, and ingest the "
-        "result into DataHub. This is what `make demo` runs.",
+        selection=dg.AssetSelection.assets(*estate),
+        description="Generate the raw feeds, build every dbt model and test, run the monitors, "
+        "profile every relation, and ingest the result into DataHub. `make demo` runs it.",
     )
     refresh_job = dg.define_asset_job(
         "estate_refresh",
-        selection=dg.AssetSelection.assets(estate_dbt, datahub_metadata),
+        selection=dg.AssetSelection.assets(*estate[1:]),
         description="Rebuild the dbt models over the raw feeds as they are now (for example "
-        "after a scenario changed them) and re-ingest into DataHub.",
+        "after a scenario changed them), run the monitors, profile, and re-ingest into DataHub.",
     )
     score_assets, score_checks = conformance_defs(settings)
     coverage_assets, coverage_checks = coverage_defs(settings)
@@ -74,8 +80,8 @@ def build(settings: settings_mod.Settings) -> dg.Definitions:
         description="The nightly score, so the dial's history plots in the UI.",
     )
     return dg.Definitions(
-        assets=[raw_feeds, estate_dbt, datahub_metadata, *score_assets, *coverage_assets],
-        asset_checks=[*score_checks, *coverage_checks],
+        assets=[*estate, *score_assets, *coverage_assets],
+        asset_checks=[*score_checks, *coverage_checks, *monitors],
         jobs=[build_job, refresh_job, score_job, writeback_job, verify_job, reset_job],
         schedules=[nightly],
         sensors=[auto_writeback_sensor(settings, writeback_job)],
@@ -83,6 +89,7 @@ def build(settings: settings_mod.Settings) -> dg.Definitions:
             "dbt": DbtCliResource(
                 project_dir=str(settings.dbt_project_dir),
                 profiles_dir=str(settings.dbt_project_dir),
+                dbt_executable=dbt_executable(),
             )
         },
         executor=dg.in_process_executor,

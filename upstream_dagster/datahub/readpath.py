@@ -168,7 +168,7 @@ def _assertions(
         loaded = _loaded_ms(dict(run.native)) if run else None
         if loaded:
             _note(runs_by_output, entity, loaded, "dbt source freshness (max loaded_at)")
-    for output, ts in _process_runs(graph):
+    for output, ts in process_runs(graph):
         _note(runs_by_output, output, ts, "last successful dbt run")
     return len(urns)
 
@@ -208,7 +208,7 @@ def _loaded_ms(native: dict[str, str]) -> int | None:
     return int(stamp.timestamp() * 1000)
 
 
-def _process_runs(graph: MetadataGraph) -> Iterable[tuple[str, int]]:
+def process_runs(graph: MetadataGraph) -> Iterable[tuple[str, int]]:
     urns = graph.search(SearchQuery(entity_type="dataProcessInstance"))
     found = graph.get_aspects(urns, ["dataProcessInstanceOutput", "dataProcessInstanceRunEvent"])
     for aspects in found.values():

@@ -100,6 +100,15 @@ def estate_assets(settings: Settings, manifest_file: Path) -> list[Any]:
     return [raw_feeds, estate_dbt, datahub_metadata]
 
 
+def estate_nodes(manifest_file: Path) -> list[Any]:
+    """Every dbt model and source with its Dagster key, DataHub URN and warehouse relation."""
+    from upstream_dagster.defs.monitors import manifest_nodes
+
+    manifest = json.loads(manifest_file.read_text())
+    translator = EstateTranslator()
+    return manifest_nodes(manifest, translator.get_asset_key)
+
+
 def ingest_estate(
     context: dg.AssetExecutionContext,
     settings: Settings,

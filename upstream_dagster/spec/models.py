@@ -144,10 +144,46 @@ class Policies(Strict):
         return self
 
 
+MonitorRule = Literal["zero_values", "drop_vs_trailing_average", "volume", "null_rate_jump"]
+_NEEDS_COLUMNS = {"zero_values", "drop_vs_trailing_average", "null_rate_jump"}
+
+
+class Monitor(Strict):
+    """A deterministic rule run as a Dagster asset check after every build, reported into
+    DataHub as an assertion with run events.
+
+    zero_values: a column's total on the last complete day is zero (or the column is gone).
+    drop_vs_trailing_average: a column's total on the last complete day is more than
+      ``threshold`` (a fraction) below its average over the ``window_days`` before.
+    volume: the last complete day's row count differs from the trailing average by more than
+      ``threshold``; a table with no date column is compared with its previous observation.
+    null_rate_jump: a column's share of NULLs rose by more than ``threshold`` since the
+      previous observation.
+    """
+
+    name: str = Field(min_length=1, pattern=r"^[a-z][a-z0-9_]*$")
+    rule: MonitorRule
+    match: list[Selector] = Field(min_length=1)
+    columns: list[str] = Field(default_factory=list)
+    threshold: float = Field(default=0.5, gt=0, le=1)
+    window_days: int = Field(default=7, ge=1, le=90)
+    date_column: str | None = None
+
+    @model_validator(mode="after")
+    def _columns_named(self) -> Monitor:
+        if self.rule in _NEEDS_COLUMNS and not self.columns:
+            raise ValueError(
+                f"monitor {self.name!r} ({self.rule}) watches columns: list them in 'columns', "
+                "e.g. 'columns: [net_revenue]'"
+            )
+        return self
+
+
 class EstateSpec(Strict):
     version: Literal[1] = 1
     tiers: list[Tier] = Field(min_length=1)
     policies: Policies = Field(default_factory=Policies)
+    monitors: list[Monitor] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _unique_tiers(self) -> EstateSpec:
@@ -156,4 +192,7 @@ class EstateSpec(Strict):
             if tier.name in seen:
                 raise ValueError(f"two tiers are named {tier.name!r}; tier names must be unique")
             seen.add(tier.name)
+        names = [m.name for m in self.monitors]
+        if len(names) != len(set(names)):
+            raise ValueError("two monitors share a name; monitor names must be unique")
         return self

@@ -1,0 +1,242 @@
+"""The investigation's window onto DataHub and the warehouse: the `Probe` the pure core walks.
+
+Reads are batched per hop (one statement for a hop's schema and profile histories and
+siblings, one for its assertion runs), counted by the graph's counter, and stopped by the
+run's read budget. Lineage is read as it stood before the symptom.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from upstream_dagster.datahub.edges import field_dataset, field_path
+from upstream_dagster.datahub.model import AspectVersion, Json
+from upstream_dagster.datahub.protocol import MetadataGraph
+from upstream_dagster.datahub.timeline import derive
+from upstream_dagster.reliability.health import (
+    ColumnProfile,
+    FailingCheck,
+    NodeView,
+    Profile,
+    SchemaEvent,
+    Window,
+)
+from upstream_dagster.reliability.investigate import BudgetExhausted, short_name
+
+ColumnEdges = tuple[tuple[tuple[str, str], tuple[str, str]], ...]
+
+
+def profiles_of(versions: Sequence[AspectVersion]) -> tuple[Profile, ...]:
+    out = []
+    for v in versions:
+        p = v.value
+        cols = []
+        for f in p.get("fieldProfiles") or []:
+            mean = f.get("mean")
+            cols.append(
+                (
+                    str(f["fieldPath"]),
+                    ColumnProfile(
+                        float(f.get("nullProportion") or 0.0),
+                        float(mean) if mean not in (None, "") else None,
+                        f.get("max"),
+                    ),
+                )
+            )
+        out.append(Profile(int(p["timestampMillis"]), int(p.get("rowCount") or 0), tuple(cols)))
+    return tuple(sorted(set(out), key=lambda x: x.at_ms))
+
+
+def schema_events(urn: str, versions: Sequence[AspectVersion]) -> tuple[SchemaEvent, ...]:
+    out = []
+    for tx in derive(urn, {"schemaMetadata": list(versions)}, ["TECHNICAL_SCHEMA"]):
+        for e in tx.events:
+            p = e.parameters
+            out.append(
+                SchemaEvent(
+                    tx.timestamp_ms,
+                    e.operation,
+                    str(p.get("fieldPath", "")),
+                    str(p.get("nativeType") or p.get("newNativeType") or ""),
+                    p.get("oldFieldPath"),
+                )
+            )
+    return tuple(out)
+
+
+def _is_freshness(info: Json) -> bool:
+    custom = info.get("customAssertion") or {}
+    text = f"{info.get('type', '')} {custom.get('type', '')} {info.get('description', '')}"
+    return "freshness" in text.lower()
+
+
+class GraphProbe:
+    def __init__(
+        self,
+        graph: MetadataGraph,
+        window: Window,
+        budget: int,
+        warehouse: Path | None = None,
+        lineage_as_of_ms: int | None = None,
+    ) -> None:
+        self.graph, self.window, self.budget = graph, window, budget
+        self.warehouse = warehouse
+        self.as_of = lineage_as_of_ms
+        self._start = graph.counter.calls
+        self._twin: dict[str, str] = {}  # secondary -> primary
+        self._edges: tuple[dict[str, tuple[str, ...]], ColumnEdges] | None = None
+        self._runs: dict[str, int] | None = None
+        self.queries: list[tuple[str, str]] = []  # (statement, outcome)
+
+    @property
+    def reads(self) -> int:
+        return self.graph.counter.calls - self._start
+
+    def _spend(self) -> None:
+        if self.reads >= self.budget:
+            raise BudgetExhausted()
+
+    def _prime(self, urn: str) -> str:
+        return self._twin.get(urn, urn)
+
+    def _note_siblings(self, urn: str, sib: Json | None) -> None:
+        if sib and sib.get("siblings"):
+            other = str(sib["siblings"][0])
+            if sib.get("primary", False):
+                self._twin[other] = urn
+            else:
+                self._twin[urn] = other
+
+    def _lineage(self) -> tuple[dict[str, tuple[str, ...]], ColumnEdges]:
+        if self._edges is None:
+            self._spend()
+            edges = self.graph.lineage_edges(self.as_of)
+            urns = sorted({u for e in edges for u in (e.upstream, e.downstream)})
+            self._spend()
+            for urn, aspects in self.graph.get_aspects(urns, ["siblings"]).items():
+                self._note_siblings(urn, aspects.get("siblings"))
+            ups: dict[str, set[str]] = {}
+            cols: set[tuple[tuple[str, str], tuple[str, str]]] = set()
+            for e in edges:
+                up, down = self._prime(e.upstream), self._prime(e.downstream)
+                if up != down:
+                    ups.setdefault(down, set()).add(up)
+                for c in e.columns:
+                    a, b = field_dataset(c.upstream_field), field_dataset(c.downstream_field)
+                    if a and b:
+                        cols.add(
+                            (
+                                (self._prime(a), field_path(c.upstream_field)),
+                                (self._prime(b), field_path(c.downstream_field)),
+                            )
+                        )
+            self._edges = ({k: tuple(sorted(v)) for k, v in ups.items()}, tuple(sorted(cols)))
+        return self._edges
+
+    def upstreams(self, urn: str) -> tuple[str, ...]:
+        return self._lineage()[0].get(urn, ())
+
+    def column_edges(self) -> ColumnEdges:
+        return self._lineage()[1]
+
+    def _last_runs(self) -> dict[str, int]:
+        if self._runs is None:
+            from upstream_dagster.datahub.readpath import process_runs
+
+            self._spend()
+            runs: dict[str, int] = {}
+            for output, ts in process_runs(self.graph):
+                key = self._prime(output)
+                runs[key] = max(runs.get(key, 0), ts)
+            self._runs = runs
+        return self._runs
+
+    def observe(self, urns: tuple[str, ...], with_runs: bool = True) -> dict[str, NodeView]:
+        histories = getattr(self.graph, "histories_many", None)
+        self._spend()
+        aspects = ["schemaMetadata", "datasetProfile", "siblings"]
+        if histories is not None:
+            found: dict[str, dict[str, list[AspectVersion]]] = histories(list(urns), aspects)
+        else:  # one history read per node on backends without a batched read
+            found = {u: {a: self.graph.aspect_history(u, a) for a in aspects} for u in urns}
+        for urn in urns:
+            sib = found.get(urn, {}).get("siblings")
+            self._note_siblings(urn, sib[-1].value if sib else None)
+        twins = {t: p for t, p in self._twin.items() if p in urns}
+        self._spend()
+        runs = self.graph.assertion_runs([*urns, *twins], latest_only=False)
+        latest: dict[str, Any] = {}
+        for run in runs:
+            latest[run.assertion_urn] = run
+        failing = [
+            r
+            for r in latest.values()
+            if r.result != "SUCCESS" and r.timestamp_ms > self.window.last_good_ms
+        ]
+        infos: dict[str, dict[str, Json]] = {}
+        if failing:
+            self._spend()
+            infos = self.graph.get_aspects([r.assertion_urn for r in failing], ["assertionInfo"])
+        last_runs = self._last_runs() if with_runs else {}
+        views = {}
+        for urn in urns:
+            checks = []
+            for r in failing:
+                if self._prime(r.asserted_urn) != urn:
+                    continue
+                info = infos.get(r.assertion_urn, {}).get("assertionInfo") or {}
+                field = (info.get("customAssertion") or {}).get("field")
+                native = dict(r.native)
+                checks.append(
+                    FailingCheck(
+                        r.assertion_urn,
+                        str(info.get("description") or "")[:160],
+                        field_path(field) if field else native.get("column"),
+                        r.timestamp_ms,
+                        native.get("message", ""),
+                        _is_freshness(info),
+                    )
+                )
+            h = found.get(urn, {})
+            views[urn] = NodeView(
+                urn,
+                short_name(urn),
+                tuple(sorted(checks, key=lambda c: c.assertion)),
+                schema_events(urn, h.get("schemaMetadata", [])),
+                profiles_of(h.get("datasetProfile", [])),
+                last_runs.get(urn),
+            )
+        return views
+
+    def forensic(self, sql: str, relations: set[str]) -> tuple[str | None, list[Any], str]:
+        if self.warehouse is None:
+            return None, [], "no warehouse is configured for forensic queries"
+        from upstream_dagster.warehouse import forensic
+
+        ran, rows, problem = forensic(self.warehouse, sql, relations)
+        self.queries.append((ran or sql, problem or f"{len(rows)} rows"))
+        return ran, rows, problem
+
+    def consumers(self, urn: str) -> tuple[str, ...]:
+        """Dashboards and charts downstream of ``urn`` (the blast radius), nearest first.
+
+        DataHub Lite keeps no usage statistics, so they are ranked by hops, then by URN."""
+        ups = self._lineage()[0]
+        downs: dict[str, set[str]] = {}
+        for down, parents in ups.items():
+            for up in parents:
+                downs.setdefault(up, set()).add(down)
+        seen = {urn: 0}
+        frontier = [urn]
+        while frontier:
+            nxt = []
+            for node in frontier:
+                for d in sorted(downs.get(node, ())):
+                    if d not in seen:
+                        seen[d] = seen[node] + 1
+                        nxt.append(d)
+            frontier = nxt
+        hits = [u for u in seen if u.split(":")[2] in ("dashboard", "chart")]
+        return tuple(sorted(hits, key=lambda u: (seen[u], u)))

@@ -1,0 +1,258 @@
+"""The steps of an investigation, each called by one incident asset (and by the CLI).
+
+triage -> evidence -> simulation -> verdict. Each step opens DataHub, counts its reads, and
+hands plain records to the next.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from upstream_dagster.datahub.incidents import MEMORY, recall, trigger_for
+from upstream_dagster.reliability.investigate import Investigation, Memory, Trigger, investigate
+from upstream_dagster.reliability.remediation import MACRO_PATH, Remedy, remedy
+from upstream_dagster.settings import Settings
+from upstream_dagster.spec.models import EstateSpec
+from upstream_dagster.spec.urns import to_urns
+
+
+@dataclass(frozen=True)
+class Triage:
+    key: str
+    trigger: Trigger
+    memory: Memory | None
+    owners: tuple[str, ...]
+    critical: tuple[str, ...]
+    remembered: int
+    monitor: str | None  # the estate.yaml monitor behind the failing assertion
+    dbt_test: str | None  # or the dbt test's unique id
+    baseline: float | None  # the check's last passing observation
+    reads: int
+
+
+def triage(settings: Settings, spec: EstateSpec, key: str) -> Triage:
+    from upstream_dagster.datahub import open_graph
+
+    graph = open_graph(settings)
+    try:
+        trigger = trigger_for(graph, key)
+        symptom = trigger.symptom
+        # Memory first: one read of the symptom's own aspects holds it, and its owners.
+        facts = graph.get_aspects(
+            [symptom], ["structuredProperties", "ownership", "domains", "glossaryTerms"]
+        ).get(symptom, {})
+        memory = recall(graph, symptom) if _has_memory(facts) else None
+        info = graph.get_aspects([trigger.check.assertion], ["assertionInfo"])
+        props = ((info.get(trigger.check.assertion) or {}).get("assertionInfo") or {}).get(
+            "customProperties"
+        ) or {}
+        passed = [
+            r
+            for r in graph.assertion_runs(None, None, latest_only=False)
+            if r.assertion_urn == trigger.check.assertion
+            and r.result == "SUCCESS"
+            and r.timestamp_ms < trigger.window.symptom_ms
+        ]
+        observed = dict(passed[-1].native).get("observed") if passed else None
+        reads = graph.counter.calls
+    finally:
+        graph.close()
+    critical_urns = set(to_urns("domains", spec.policies.risk.critical_domains)) | set(
+        to_urns("terms", spec.policies.risk.critical_terms)
+    )
+    have = set((facts.get("domains") or {}).get("domains", [])) | {
+        t["urn"] for t in (facts.get("glossaryTerms") or {}).get("terms", [])
+    }
+    modes = _property(facts, "urn:li:structuredProperty:knownFailureModes")
+    return Triage(
+        key,
+        trigger,
+        memory,
+        tuple(o["owner"] for o in (facts.get("ownership") or {}).get("owners", [])),
+        tuple(sorted(have & critical_urns)),
+        len(modes),
+        props.get("upstream_monitor"),
+        props.get("dbt_unique_id"),
+        float(observed) if observed else None,
+        reads,
+    )
+
+
+def _property(facts: dict[str, Any], urn: str) -> list[str]:
+    for p in (facts.get("structuredProperties") or {}).get("properties", []):
+        if p.get("propertyUrn") == urn:
+            return [str(next(iter(v.values()))) for v in p.get("values", [])]
+    return []
+
+
+def _has_memory(facts: dict[str, Any]) -> bool:
+    return bool(_property(facts, MEMORY))
+
+
+@dataclass
+class Gathered:
+    investigation: Investigation
+    reads: int
+    consumers: tuple[str, ...]
+    queries: tuple[tuple[str, str], ...]
+
+
+def gather(settings: Settings, spec: EstateSpec, t: Triage) -> Gathered:
+    from upstream_dagster.datahub import open_graph
+    from upstream_dagster.datahub.probe import GraphProbe
+
+    budgets = spec.policies.reliability.budgets
+    graph = open_graph(settings)
+    try:
+        w = t.trigger.window
+        probe = GraphProbe(
+            graph, w, budgets.datahub_reads - t.reads, settings.warehouse, w.last_good_ms
+        )
+        inv = investigate(t.trigger, probe, t.memory, budgets.forensic_queries)
+        consumers: tuple[str, ...] = ()
+        if inv.ranked:
+            consumers = probe.consumers(inv.ranked[0][0].cause)
+        return Gathered(inv, graph.counter.calls, consumers, tuple(probe.queries))
+    finally:
+        graph.close()
+
+
+# -- remedy and simulation ----------------------------------------------------------------------
+def _manifest(settings: Settings) -> dict[str, Any]:
+    from upstream_dagster.demo.deploy import manifest_path
+
+    data: dict[str, Any] = json.loads(manifest_path(settings).read_text())
+    return data
+
+
+def _node_of(manifest: dict[str, Any], urn: str) -> dict[str, Any] | None:
+    from upstream_dagster.reliability.investigate import relation_of
+
+    table = relation_of(urn)
+    for props in [*manifest["nodes"].values(), *manifest["sources"].values()]:
+        if props["resource_type"] in ("model", "source"):
+            name = props.get("alias") or props.get("identifier") or props["name"]
+            if f"{props['schema']}.{name}".lower() == table:
+                return props
+    return None
+
+
+def build_remedy(settings: Settings, inv: Investigation) -> Remedy:
+    if not inv.ranked:
+        return remedy("failing_check", {}, None, None, "", ())
+    h = inv.ranked[0][0]
+    manifest = _manifest(settings)
+    node = _node_of(manifest, h.cause)
+    if node is None:
+        return remedy(h.failure_class, {}, h.column, h.renamed_to, "", ())
+    uid = node["unique_id"]
+    if node["resource_type"] == "source":
+        expr = f"source('{node['source_name']}', '{node['name']}')"
+    else:
+        expr = f"ref('{node['name']}')"
+    children = [
+        manifest["nodes"][c] for c in manifest["child_map"].get(uid, []) if c.startswith("model.")
+    ]
+    files = {
+        c["original_file_path"]: (settings.dbt_project_dir / c["original_file_path"]).read_text()
+        for c in children
+    }
+    if h.failure_class == "not_rebuilt":
+        rebuild: tuple[str, ...] = (f"{node['name']}+",)
+    else:
+        rebuild = tuple(sorted(f"{c['name']}+" for c in children))
+    return remedy(
+        h.failure_class,
+        files,
+        h.column,
+        h.renamed_to,
+        expr,
+        rebuild,
+        macro_exists=(settings.dbt_project_dir / MACRO_PATH).exists(),
+    )
+
+
+def recheck(spec: EstateSpec, t: Triage) -> Any:
+    """A function re-running the failing check against a sandbox's warehouse and dbt run."""
+    from upstream_dagster import warehouse
+    from upstream_dagster.defs.monitors import measure_node
+    from upstream_dagster.reliability.monitors import judge
+    from upstream_dagster.sandbox import dbt_results
+
+    def run(box: Settings) -> tuple[bool, str]:
+        if t.dbt_test:
+            status = dbt_results(box.dbt_project_dir).get(t.dbt_test)
+            if status is None:
+                return False, f"{t.dbt_test} did not run in the sandbox"
+            return status == "pass", f"dbt test {status} in the sandbox"
+        monitor = next((m for m in spec.monitors if m.name == t.monitor), None)
+        if monitor is None:
+            return False, "the failing assertion is neither a dbt test nor an estate.yaml monitor"
+        with warehouse.connect(box.warehouse) as con:
+            obs = measure_node(con, monitor, t.trigger.symptom, t.trigger.check.column, t.baseline)
+        verdict = judge(monitor.rule, obs, monitor.threshold)
+        return verdict.passed, f"{monitor.name} in the sandbox: {verdict.message}"
+
+    return run
+
+
+def simulate_step(
+    settings: Settings, spec: EstateSpec, t: Triage, g: Gathered
+) -> tuple[Remedy, tuple[bool, bool, str]]:
+    from upstream_dagster.sandbox import simulate
+
+    fix = build_remedy(settings, g.investigation)
+    if not g.investigation.ranked:
+        return fix, (False, False, "no hypothesis to simulate")
+    sim = simulate(settings, fix, recheck(spec, t))
+    message = sim.message + (f" ({sim.seconds}s)" if sim.ran else "")
+    return fix, (sim.ran, sim.passed, message)
+
+
+def verdict_step(
+    spec: EstateSpec, t: Triage, g: Gathered, fix: Remedy, sim: tuple[bool, bool, str]
+) -> Any:
+    from upstream_dagster.reliability.risk import incident_risk
+    from upstream_dagster.reliability.verdict import Verdict, rescore
+
+    inv = g.investigation
+    ranked = rescore(inv, {0: 1.0 if sim[0] and sim[1] else 0.0})
+    budgets = spec.policies.reliability.budgets
+    confidence = ranked[0][1].confidence if ranked else 0.0
+    hops = len(ranked[0][0].path) - 1 if ranked else 0
+    risk = incident_risk(
+        list(t.critical), t.remembered, len(g.consumers), hops, fix.action, confidence
+    )
+    notes = (inv.budget_note,) if inv.budget_note else ()
+    return Verdict(
+        key=t.key,
+        symptom=t.trigger.symptom,
+        check=t.trigger.check,
+        window=t.trigger.window,
+        ledger=tuple(inv.ledger.items),
+        ranked=ranked,
+        min_confidence=spec.policies.reliability.min_confidence_to_remediate,
+        remedy=fix,
+        simulation=sim,
+        risk=risk,
+        reads=t.reads + g.reads,
+        budgets=(
+            ("datahub_reads", t.reads + g.reads, budgets.datahub_reads),
+            ("forensic_queries", inv.forensic_queries, budgets.forensic_queries),
+            ("model_calls", 0, budgets.model_calls),
+        ),
+        owners=t.owners,
+        consumers=g.consumers,
+        memory_used=inv.memory_used,
+        notes=notes,
+    )
+
+
+def diagnose(settings: Settings, spec: EstateSpec, key: str) -> Any:
+    """Every step in one call: what `upstream investigate` and the eval runner use."""
+    t = triage(settings, spec, key)
+    g = gather(settings, spec, t)
+    fix, sim = simulate_step(settings, spec, t, g)
+    return verdict_step(spec, t, g, fix, sim)

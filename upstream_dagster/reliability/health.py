@@ -1,0 +1,242 @@
+"""Is one node healthy? Pure judgements over what DataHub recorded about it.
+
+A node is unhealthy when, inside the incident's window (after the last time the symptom's check
+passed, and not after the symptom), one of these shows: a failing assertion, a schema change
+(a REMOVE and an ADD of the same type in one transaction are a rename), a jump in a column's
+NULL share, a shift in a column's mean, a change in its row count, its newest timestamp moving
+backwards, or a build that skipped it while its upstreams were rebuilt.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from upstream_dagster.reliability.evidence import Finding, Ledger
+
+NULL_JUMP = 0.05  # an absolute rise in a column's share of NULLs
+MEAN_SHIFT = 0.30  # a relative change of a column's mean
+ROW_CHANGE = 0.10  # a relative change of the row count
+# DataHub learns of a change when metadata is ingested, which in the same build can come a few
+# minutes after the check that noticed the symptom.
+GRACE_MS = 15 * 60 * 1000
+
+
+@dataclass(frozen=True)
+class Window:
+    last_good_ms: int  # the last time the symptom's check passed (0: never)
+    symptom_ms: int
+
+    def holds(self, ts: int | None) -> bool:
+        return ts is not None and self.last_good_ms < ts <= self.symptom_ms + GRACE_MS
+
+
+@dataclass(frozen=True)
+class FailingCheck:
+    assertion: str
+    description: str
+    column: str | None
+    at_ms: int
+    message: str = ""
+    freshness: bool = False
+
+
+@dataclass(frozen=True)
+class SchemaEvent:
+    at_ms: int
+    operation: str  # ADD | REMOVE | MODIFY
+    column: str
+    native_type: str = ""
+    old_column: str | None = None  # set on a MODIFY that DataHub itself reported as a rename
+
+
+@dataclass(frozen=True)
+class ColumnProfile:
+    null_share: float
+    mean: float | None = None
+    maximum: str | None = None
+
+
+@dataclass(frozen=True)
+class Profile:
+    at_ms: int
+    rows: int
+    columns: tuple[tuple[str, ColumnProfile], ...]
+
+    def column(self, name: str) -> ColumnProfile | None:
+        return dict(self.columns).get(name)
+
+
+@dataclass(frozen=True)
+class NodeView:
+    urn: str
+    name: str
+    failing: tuple[FailingCheck, ...] = ()
+    schema: tuple[SchemaEvent, ...] = ()
+    profiles: tuple[Profile, ...] = ()  # oldest first
+    last_run_ms: int | None = None
+
+
+@dataclass(frozen=True)
+class SchemaChange:
+    at_ms: int
+    kind: str  # rename | column_removed | column_added | type_change
+    column: str
+    new_column: str | None = None
+    native_type: str = ""
+
+
+def correlate(events: tuple[SchemaEvent, ...]) -> list[SchemaChange]:
+    """Pair a REMOVE and an ADD of the same type in one transaction into a rename."""
+    out: list[SchemaChange] = []
+    for at in sorted({e.at_ms for e in events}):
+        batch = [e for e in events if e.at_ms == at]
+        adds = [e for e in batch if e.operation == "ADD"]
+        for e in batch:
+            if e.operation == "MODIFY" and e.old_column:
+                out.append(SchemaChange(at, "rename", e.old_column, e.column, e.native_type))
+            elif e.operation == "MODIFY":
+                out.append(SchemaChange(at, "type_change", e.column, None, e.native_type))
+            elif e.operation == "REMOVE":
+                twin = next((a for a in adds if a.native_type == e.native_type), None)
+                if twin is not None:
+                    adds.remove(twin)
+                    out.append(SchemaChange(at, "rename", e.column, twin.column, e.native_type))
+                else:
+                    out.append(SchemaChange(at, "column_removed", e.column, None, e.native_type))
+        out.extend(SchemaChange(at, "column_added", a.column, None, a.native_type) for a in adds)
+    return out
+
+
+def _pair(profiles: tuple[Profile, ...], w: Window) -> tuple[Profile, Profile] | None:
+    """The profile the last healthy build took, and the one the symptom's build took."""
+    before = [p for p in profiles if p.at_ms <= w.last_good_ms]
+    during = [p for p in profiles if w.holds(p.at_ms)]
+    if not before or not during:
+        return None
+    return before[-1], during[-1]
+
+
+def _profile_findings(node: NodeView, w: Window, ledger: Ledger) -> list[Finding]:
+    pair = _pair(node.profiles, w)
+    if pair is None:
+        return []
+    old, new = pair
+    out = []
+    if old.rows and abs(new.rows / old.rows - 1) >= ROW_CHANGE:
+        kind = "volume_drop" if new.rows < old.rows else "volume_jump"
+        i = ledger.add(
+            "profile",
+            node.urn,
+            f"{node.name} holds {new.rows:,} rows, {new.rows / old.rows - 1:+.0%} against "
+            f"{old.rows:,} in the last healthy build",
+            at_ms=new.at_ms,
+            rows_before=old.rows,
+            rows_after=new.rows,
+        )
+        out.append(Finding(kind, node.urn, None, i, new.at_ms))
+    for name, now in new.columns:
+        was = old.column(name)
+        if was is None:
+            continue
+        if now.null_share - was.null_share >= NULL_JUMP or (
+            was.null_share == 0 and now.null_share > 0.01
+        ):
+            i = ledger.add(
+                "profile",
+                node.urn,
+                f"{node.name}.{name} is {now.null_share:.0%} NULL, was {was.null_share:.0%}",
+                column=name,
+                at_ms=new.at_ms,
+                null_before=round(was.null_share, 4),
+                null_after=round(now.null_share, 4),
+            )
+            out.append(Finding("null_jump", node.urn, name, i, new.at_ms))
+        elif (
+            was.mean is not None
+            and now.mean is not None
+            and was.mean != 0
+            and abs(now.mean / was.mean - 1) >= MEAN_SHIFT
+        ):
+            i = ledger.add(
+                "profile",
+                node.urn,
+                f"the mean of {node.name}.{name} moved from {was.mean:,.4g} to {now.mean:,.4g} "
+                f"({now.mean / was.mean - 1:+.0%})",
+                column=name,
+                at_ms=new.at_ms,
+                mean_before=was.mean,
+                mean_after=now.mean,
+            )
+            out.append(Finding("value_shift", node.urn, name, i, new.at_ms))
+        elif was.maximum and now.maximum and now.maximum < was.maximum and new.rows < old.rows:
+            i = ledger.add(
+                "profile",
+                node.urn,
+                f"the newest {node.name}.{name} went back from {was.maximum} to {now.maximum}: "
+                "recent data is missing",
+                column=name,
+                at_ms=new.at_ms,
+                max_before=was.maximum,
+                max_after=now.maximum,
+            )
+            out.append(Finding("stale", node.urn, name, i, new.at_ms))
+    return out
+
+
+def diagnose(
+    node: NodeView, w: Window, ledger: Ledger, upstream_runs: tuple[int, ...] = ()
+) -> list[Finding]:
+    """Every finding on one node inside the window, each recorded in the ledger."""
+    out: list[Finding] = []
+    for check in node.failing:
+        i = ledger.add(
+            "assertion",
+            node.urn,
+            f"{check.description or check.assertion} failed on {node.name}"
+            + (f": {check.message}" if check.message else ""),
+            column=check.column,
+            at_ms=check.at_ms,
+            assertion=check.assertion,
+        )
+        kind = "stale" if check.freshness else "failing_check"
+        out.append(Finding(kind, node.urn, check.column, i, check.at_ms))
+    for change in correlate(node.schema):
+        if change.kind == "column_added" or not w.holds(change.at_ms):
+            continue
+        text = {
+            "rename": f"column {change.column} was renamed to {change.new_column}",
+            "column_removed": f"column {change.column} was removed",
+            "type_change": f"the type of column {change.column} changed to {change.native_type}",
+        }[change.kind]
+        i = ledger.add(
+            "timeline",
+            node.urn,
+            f"{node.name}: {text} (DataHub timeline, TECHNICAL_SCHEMA)",
+            column=change.column,
+            at_ms=change.at_ms,
+            new_column=change.new_column or "",
+        )
+        out.append(
+            Finding(change.kind, node.urn, change.column, i, change.at_ms, change.new_column)
+        )
+    out += _profile_findings(node, w, ledger)
+    out += not_rebuilt(node, w, ledger, upstream_runs)
+    return out
+
+
+def not_rebuilt(
+    node: NodeView, w: Window, ledger: Ledger, upstream_runs: tuple[int, ...]
+) -> list[Finding]:
+    """A model whose last run predates the window while an upstream of it ran inside it."""
+    fresh = [t for t in upstream_runs if w.holds(t)]
+    if node.last_run_ms is None or node.last_run_ms > w.last_good_ms or not fresh:
+        return []
+    i = ledger.add(
+        "run_record",
+        node.urn,
+        f"{node.name} was not rebuilt by the latest build, while its upstreams were",
+        at_ms=max(fresh),
+        last_run_ms=node.last_run_ms,
+        upstream_run_ms=max(fresh),
+    )
+    return [Finding("not_rebuilt", node.urn, None, i, max(fresh))]

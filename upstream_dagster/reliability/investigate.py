@@ -1,0 +1,350 @@
+"""The investigation: recall memory, walk lineage upstream one hop at a time, find the node
+that is unhealthy while none of its own upstreams is, and state hypotheses that cite evidence.
+
+Pure: everything it reads comes through a `Probe` (DataHub and the warehouse behind it, or a
+recording of them), so a recorded investigation replays to the same conclusion.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
+from typing import Any, Protocol
+
+from upstream_dagster.reliability.evidence import Finding, Hypothesis, Ledger, Score
+from upstream_dagster.reliability.health import (
+    FailingCheck,
+    NodeView,
+    Window,
+    diagnose,
+    not_rebuilt,
+)
+
+MAX_DEPTH = 12
+# Most specific first: the finding that names a node's failure.
+PRIORITY = (
+    "rename",
+    "column_removed",
+    "type_change",
+    "not_rebuilt",
+    "stale",
+    "volume_drop",
+    "volume_jump",
+    "null_jump",
+    "value_shift",
+    "failing_check",
+)
+DATA_CLASSES = set(PRIORITY) - {"failing_check"}
+
+
+class BudgetExhausted(Exception):
+    """The run's DataHub read budget is spent."""
+
+
+class Probe(Protocol):
+    def upstreams(self, urn: str) -> tuple[str, ...]: ...
+
+    def observe(self, urns: tuple[str, ...], with_runs: bool = True) -> dict[str, NodeView]: ...
+
+    def column_edges(self) -> tuple[tuple[tuple[str, str], tuple[str, str]], ...]: ...
+
+    def forensic(self, sql: str, relations: set[str]) -> tuple[str | None, list[Any], str]: ...
+
+    @property
+    def reads(self) -> int: ...
+
+
+@dataclass(frozen=True)
+class Memory:
+    """What an earlier incident on this symptom taught: read from structured properties."""
+
+    cause: str
+    column: str | None
+    failure_class: str
+
+
+@dataclass(frozen=True)
+class Trigger:
+    symptom: str
+    check: FailingCheck
+    window: Window
+
+
+@dataclass
+class Investigation:
+    trigger: Trigger
+    ledger: Ledger = field(default_factory=Ledger)
+    findings: dict[str, list[Finding]] = field(default_factory=dict)
+    upstream: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    ranked: list[tuple[Hypothesis, Score]] = field(default_factory=list)
+    walked: int = 0
+    forensic_queries: int = 0
+    budget_note: str = ""
+    memory_used: bool = False
+
+    @property
+    def unhealthy(self) -> set[str]:
+        return {u for u, f in self.findings.items() if f}
+
+
+def relation_of(urn: str) -> str:
+    """``schema.table``: the last two parts of the dataset name."""
+    name = urn[urn.index(",") + 1 : urn.rindex(",")] if "," in urn else urn
+    return ".".join(name.lower().split(".")[-2:])
+
+
+def short_name(urn: str) -> str:
+    return relation_of(urn)
+
+
+def _downstream_path(inv: Investigation, cause: str) -> tuple[str, ...]:
+    """Shortest path cause -> symptom over the walked lineage."""
+    symptom = inv.trigger.symptom
+    parents: dict[str, str | None] = {symptom: None}
+    queue = deque([symptom])
+    while queue:
+        node = queue.popleft()
+        if node == cause:
+            break
+        for up in inv.upstream.get(node, ()):
+            if up not in parents:
+                parents[up] = node
+                queue.append(up)
+    if cause not in parents:
+        return (cause, symptom)
+    path, cur = [cause], parents[cause]
+    while cur is not None:
+        path.append(cur)
+        cur = parents[cur]
+    return tuple(path)
+
+
+def _observe(
+    inv: Investigation, probe: Probe, hop: tuple[str, ...], with_runs: bool = True
+) -> dict[str, NodeView]:
+    views = probe.observe(hop, with_runs)
+    for urn in hop:
+        view = views.get(urn) or NodeView(urn, short_name(urn))
+        inv.findings[urn] = diagnose(view, inv.trigger.window, inv.ledger)
+        inv.walked += 1
+    return views
+
+
+def walk(inv: Investigation, probe: Probe, start: Iterable[str]) -> dict[str, NodeView]:
+    """Breadth-first upstream from ``start``, one hop per round of reads."""
+    seen: set[str] = set()
+    views: dict[str, NodeView] = {}
+    hop = tuple(dict.fromkeys(start))
+    depth = 0
+    try:
+        while hop and depth <= MAX_DEPTH:
+            seen.update(hop)
+            views.update(_observe(inv, probe, hop))
+            nxt: list[str] = []
+            for urn in hop:
+                ups = probe.upstreams(urn)
+                inv.upstream[urn] = ups
+                nxt += [u for u in ups if u not in seen]
+            hop = tuple(dict.fromkeys(nxt))
+            depth += 1
+    except BudgetExhausted:
+        inv.budget_note = (
+            f"the DataHub read budget ran out after {probe.reads} reads, {depth} hops upstream"
+        )
+    for urn, view in views.items():
+        runs = tuple(
+            views[u].last_run_ms
+            for u in inv.upstream.get(urn, ())
+            if u in views and views[u].last_run_ms is not None
+        )
+        inv.findings[urn] += not_rebuilt(
+            view,
+            inv.trigger.window,
+            inv.ledger,
+            tuple(r for r in runs if r is not None),
+        )
+    return views
+
+
+def _lead(findings: list[Finding]) -> Finding:
+    return min(findings, key=lambda f: PRIORITY.index(f.failure_class))
+
+
+def _column_ancestors(
+    edges: tuple[tuple[tuple[str, str], tuple[str, str]], ...], target: tuple[str, str]
+) -> set[tuple[str, str]]:
+    ups: dict[tuple[str, str], set[tuple[str, str]]] = {}
+    for up, down in edges:
+        ups.setdefault(down, set()).add(up)
+    seen: set[tuple[str, str]] = set()
+    stack = [target]
+    while stack:
+        for up in ups.get(stack.pop(), ()):
+            if up not in seen:
+                seen.add(up)
+                stack.append(up)
+    return seen
+
+
+def roots(inv: Investigation) -> list[str]:
+    """Unhealthy nodes none of whose own upstreams is unhealthy."""
+    bad = inv.unhealthy
+    return sorted(u for u in bad if not any(up in bad for up in inv.upstream.get(u, ())))
+
+
+def hypotheses(
+    inv: Investigation, probe: Probe, memory: Memory | None, use_columns: bool = True
+) -> list[Hypothesis]:
+    trigger = inv.trigger
+    feeds = (
+        _column_ancestors(probe.column_edges(), (trigger.symptom, trigger.check.column))
+        if trigger.check.column and use_columns
+        else set()
+    )
+    out = []
+    for cause in roots(inv):
+        findings = inv.findings[cause]
+        data = [f for f in findings if f.failure_class in DATA_CLASSES]
+        if cause == trigger.symptom and not data:
+            continue  # only the failing check itself: nothing explains it
+        lead = _lead(data or findings)
+        path = _downstream_path(inv, cause)
+        cites = [f.evidence for f in findings]
+        for node in path[1:]:
+            cites += [f.evidence for f in inv.findings.get(node, [])]
+        if len(path) > 1:
+            names = " -> ".join(short_name(u) for u in path)
+            cites.append(inv.ledger.add("lineage", cause, f"lineage before the symptom: {names}"))
+        if lead.column and (cause, lead.column) in feeds:
+            cites.append(
+                inv.ledger.add(
+                    "lineage",
+                    cause,
+                    f"column {short_name(cause)}.{lead.column} feeds "
+                    f"{short_name(trigger.symptom)}.{trigger.check.column}",
+                    column=lead.column,
+                )
+            )
+        hyp = Hypothesis(
+            cause,
+            lead.column,
+            lead.failure_class,
+            tuple(sorted(set(cites))),
+            path,
+            lead.renamed_to,
+            from_memory=memory is not None
+            and memory.cause == cause
+            and memory.failure_class == lead.failure_class,
+        )
+        if hyp.cites:  # a hypothesis citing nothing is dropped
+            out.append(hyp)
+    return out
+
+
+def score(inv: Investigation, hyp: Hypothesis, feeds_known: bool, simulation: float) -> Score:
+    kinds = {inv.ledger[i].kind for i in hyp.cites}
+    on_path = [n for n in hyp.path if n in inv.findings]
+    support = sum(1 for n in on_path if inv.findings[n]) / max(len(on_path), 1)
+    column_cited = any(inv.ledger[i].kind == "lineage" and inv.ledger[i].column for i in hyp.cites)
+    if feeds_known and hyp.column and not column_cited:
+        support *= 0.5  # the column lineage does not connect this column to the symptom
+    cause_times = [
+        f.at_ms for f in inv.findings.get(hyp.cause, []) if f.failure_class == hyp.failure_class
+    ]
+    temporal = 1.0 if any(inv.trigger.window.holds(t) for t in cause_times) else 0.0
+    diversity = min(1.0, len(kinds - {"lineage", "memory"}) / 3)
+    return Score(
+        support=round(support, 4),
+        temporal=temporal,
+        diversity=round(diversity, 4),
+        memory=1.0 if hyp.from_memory else 0.0,
+        timeline=1.0 if "timeline" in kinds else 0.0,
+        forensic=1.0 if "forensic" in kinds else 0.0,
+        simulation=simulation,
+        hard=bool(kinds & {"timeline", "forensic", "run_record", "profile"}),
+    )
+
+
+def with_forensics(inv: Investigation, hyp: Hypothesis, probe: Probe, budget: int) -> Hypothesis:
+    """Confirm the lead finding in the warehouse with one guarded query."""
+    from upstream_dagster.reliability.forensics import confirm
+
+    if inv.forensic_queries >= budget:
+        return hyp
+    inv.forensic_queries += 1
+    cites = confirm(inv, hyp, probe)
+    return replace(hyp, cites=tuple(sorted({*hyp.cites, *cites})))
+
+
+def _recall(inv: Investigation, probe: Probe, memory: Memory) -> bool:
+    """Warm start: observe only the symptom and the remembered cause (and, for a skipped
+    build, the cause's upstreams). True when the remembered failure shows again."""
+    symptom = inv.trigger.symptom
+    try:
+        hop: tuple[str, ...] = (symptom, memory.cause)
+        if memory.failure_class == "not_rebuilt":
+            inv.upstream[memory.cause] = probe.upstreams(memory.cause)
+            hop += inv.upstream[memory.cause]
+        views = _observe(
+            inv, probe, tuple(dict.fromkeys(hop)), memory.failure_class == "not_rebuilt"
+        )
+    except BudgetExhausted:
+        return False
+    inv.upstream[symptom] = (memory.cause,)
+    inv.upstream.setdefault(memory.cause, ())
+    runs = (
+        tuple(t for u in inv.upstream[memory.cause] if (t := views[u].last_run_ms) is not None)
+        if memory.failure_class == "not_rebuilt"
+        else ()
+    )
+    if memory.cause in views:
+        inv.findings[memory.cause] += not_rebuilt(
+            views[memory.cause], inv.trigger.window, inv.ledger, runs
+        )
+    return any(
+        f.failure_class == memory.failure_class and f.column == memory.column
+        for f in inv.findings.get(memory.cause, [])
+    )
+
+
+def investigate(
+    trigger: Trigger,
+    probe: Probe,
+    memory: Memory | None = None,
+    forensic_budget: int = 20,
+) -> Investigation:
+    inv = Investigation(trigger)
+    if memory is not None:
+        inv.ledger.add(
+            "memory",
+            memory.cause,
+            f"an earlier incident on {short_name(trigger.symptom)} was caused by "
+            f"{memory.failure_class} of {short_name(memory.cause)}"
+            + (f".{memory.column}" if memory.column else ""),
+            column=memory.column,
+        )
+        inv.memory_used = True
+        if not _recall(inv, probe, memory):
+            inv.ledger.add(
+                "memory",
+                memory.cause,
+                f"memory contradicted: {short_name(memory.cause)} shows no "
+                f"{memory.failure_class} now; walking lineage as if nothing were remembered",
+            )
+            memory = None
+            inv.findings.clear()
+            inv.upstream.clear()
+            walk(inv, probe, [trigger.symptom])
+    else:
+        walk(inv, probe, [trigger.symptom])
+    # Warm runs skip the column lineage read: the remembered cause already names its column.
+    warm = memory is not None
+    feeds_known = not warm and bool(trigger.check.column) and bool(probe.column_edges())
+    drafts = hypotheses(inv, probe, memory, use_columns=not warm)
+    drafts = [with_forensics(inv, h, probe, forensic_budget) for h in drafts[:3]] + drafts[3:]
+    inv.ranked = sorted(
+        ((h, score(inv, h, feeds_known, 0.0)) for h in drafts),
+        key=lambda hs: (-hs[1].confidence, hs[0].cause),
+    )
+    return inv

@@ -1,0 +1,121 @@
+"""Scenario files: declarative faults over any relation and column, plus what they should cause.
+
+A fault names a relation as ``schema.table`` (or ``database.schema.table``) and, where it
+applies, a column. Nothing here knows the demo's names: a scenario over another warehouse is
+written the same way.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from upstream_dagster.errors import UpstreamError
+
+FaultKind = Literal[
+    "rename_column",
+    "drop_column",
+    "null_column",
+    "change_type",
+    "delete_rows",
+    "duplicate_rows",
+    "stale",
+    "skip_model",
+    "zero_values",
+    "scale_values",
+]
+_NEEDS_COLUMN = {"rename_column", "drop_column", "null_column", "change_type", "zero_values"}
+_NEEDS_COLUMN |= {"scale_values"}
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Fault(_Strict):
+    kind: FaultKind
+    relation: str = Field(pattern=r"^[A-Za-z0-9_]+(\.[A-Za-z0-9_]+){1,2}$")
+    column: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_]+$")
+    to: str | None = Field(default=None, description="new name (rename) or type (change_type)")
+    fraction: float | None = Field(default=None, gt=0, le=1)
+    factor: float | None = None
+    hours: float | None = Field(default=None, gt=0)
+    days: int | None = Field(default=None, ge=1, description="only rows of the last N days")
+    where: str | None = Field(default=None, description="a SQL condition selecting rows")
+
+    @model_validator(mode="after")
+    def _complete(self) -> Fault:
+        need = {
+            "rename_column": ("to",),
+            "change_type": ("to",),
+            "scale_values": ("factor",),
+            "stale": ("hours",),
+            "skip_model": ("hours",),
+        }.get(self.kind, ())
+        missing = [n for n in need if getattr(self, n) is None]
+        if self.kind in _NEEDS_COLUMN and not self.column:
+            missing.insert(0, "column")
+        if missing:
+            raise ValueError(f"a {self.kind} fault needs {', '.join(missing)}")
+        if self.kind == "rename_column" and self.to and not self.to.replace("_", "").isalnum():
+            raise ValueError(f"rename target {self.to!r} must be a plain column name")
+        return self
+
+    @property
+    def table(self) -> str:
+        """``schema.table``: the relation's last two parts."""
+        return ".".join(self.relation.split(".")[-2:])
+
+
+class RootCause(_Strict):
+    dataset: str  # a dataset name, matched on its trailing parts (schema.table)
+    column: str | None = None
+
+
+class Expect(_Strict):
+    symptom: str | None = None
+    root_cause: RootCause | None = None
+    abstain: bool = False
+
+    @model_validator(mode="after")
+    def _one(self) -> Expect:
+        if self.abstain == (self.root_cause is not None):
+            raise ValueError("expect names a root_cause, or says abstain: true (not both)")
+        return self
+
+
+class Scenario(_Strict):
+    name: str
+    description: str = ""
+    faults: list[Fault] = Field(default_factory=list)
+    flaky: list[str] = Field(
+        default_factory=list,
+        description="monitor names whose next check reports a failure with no data change",
+    )
+    expect: Expect
+
+    @model_validator(mode="after")
+    def _does_something(self) -> Scenario:
+        if not self.faults and not self.flaky:
+            raise ValueError("a scenario needs at least one fault (or a flaky monitor)")
+        return self
+
+
+def load_scenario(path: Path) -> Scenario:
+    if not path.is_file():
+        raise UpstreamError(f"scenario {path} does not exist", "pass a file from scenarios/")
+    try:
+        data = yaml.safe_load(path.read_text())
+        return Scenario.model_validate({"name": path.stem, **(data or {})})
+    except yaml.YAMLError as exc:
+        raise UpstreamError(f"{path} is not valid YAML: {exc}", "fix the YAML syntax") from exc
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise UpstreamError(
+            f"{path}: {where}: {first['msg']}",
+            "see scenarios/README.md for the fault kinds and their fields",
+        ) from exc

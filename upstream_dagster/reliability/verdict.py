@@ -1,0 +1,156 @@
+"""The verdict: the critic's conclusion, its risk and remedy, and the RCA written by code.
+
+Every sentence of the root-cause analysis carries the index of the evidence it rests on.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field, replace
+
+from upstream_dagster.conformance.risk import Risk
+from upstream_dagster.reliability.evidence import Evidence, Hypothesis, Score
+from upstream_dagster.reliability.health import FailingCheck, Window
+from upstream_dagster.reliability.investigate import Investigation, short_name
+from upstream_dagster.reliability.remediation import Remedy
+
+
+@dataclass(frozen=True)
+class Verdict:
+    key: str
+    symptom: str
+    check: FailingCheck
+    window: Window
+    ledger: tuple[Evidence, ...]
+    ranked: tuple[tuple[Hypothesis, Score], ...]
+    min_confidence: float
+    remedy: Remedy
+    simulation: tuple[bool, bool, str]  # ran, passed, message
+    risk: Risk
+    reads: int
+    budgets: tuple[tuple[str, int, int], ...]  # (budget, used, limit)
+    owners: tuple[str, ...] = ()
+    consumers: tuple[str, ...] = ()
+    memory_used: bool = False
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def top(self) -> tuple[Hypothesis, Score] | None:
+        return self.ranked[0] if self.ranked else None
+
+    @property
+    def confidence(self) -> float:
+        return self.ranked[0][1].confidence if self.ranked else 0.0
+
+    @property
+    def concluded(self) -> bool:
+        return self.top is not None and self.confidence >= self.min_confidence
+
+    @property
+    def cause(self) -> str | None:
+        return self.ranked[0][0].cause if self.concluded else None
+
+    @property
+    def column(self) -> str | None:
+        return self.ranked[0][0].column if self.concluded else None
+
+    @property
+    def failure_class(self) -> str | None:
+        return self.ranked[0][0].failure_class if self.concluded else None
+
+    @property
+    def digest(self) -> str:
+        body = {
+            "key": self.key,
+            "cause": self.cause,
+            "column": self.column,
+            "class": self.failure_class,
+            "diff": self.remedy.diff,
+            "action": self.remedy.action,
+        }
+        return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:16]
+
+    def probe(self) -> str:
+        """The one probe that would settle an abstention."""
+        if not self.ranked:
+            return (
+                f"re-run {self.check.description or self.check.assertion}: no node upstream of "
+                f"{short_name(self.symptom)} changed, so a second failure would point at the "
+                "check or at the asset itself"
+            )
+        h, s = self.ranked[0]
+        if not s.forensic:
+            return f"query {short_name(h.cause)} to confirm the {h.failure_class} directly"
+        if not s.simulation:
+            return f"simulate the fix on {short_name(h.cause)} in a sandbox rebuild"
+        return f"compare {short_name(h.cause)} with its upstreams' run records"
+
+    def headline(self) -> str:
+        if not self.concluded:
+            return (
+                f"abstained (confidence {self.confidence:.2f} < {self.min_confidence}): "
+                f"{self.probe()}"
+            )
+        h = self.ranked[0][0]
+        col = f".{h.column}" if h.column else ""
+        return (
+            f"root cause {short_name(h.cause)}{col} ({h.failure_class}), "
+            f"confidence {self.confidence:.2f}"
+        )
+
+
+def rescore(
+    inv: Investigation, simulated: dict[int, float]
+) -> tuple[tuple[Hypothesis, Score], ...]:
+    """Re-rank after simulation: ``simulated`` maps a rank to its simulation component."""
+    out = [
+        (h, replace(s, simulation=simulated.get(i, s.simulation)))
+        for i, (h, s) in enumerate(inv.ranked)
+    ]
+    return tuple(sorted(out, key=lambda hs: (-hs[1].confidence, hs[0].cause)))
+
+
+def _cite(ids: tuple[int, ...] | list[int]) -> str:
+    return "".join(f"[E{i}]" for i in ids)
+
+
+def rca_markdown(v: Verdict) -> str:
+    lines = [f"**{v.headline()}**", ""]
+    trigger = next((e for e in v.ledger if e.kind == "assertion" and e.subject == v.symptom), None)
+    lines.append(
+        f"Symptom: {v.check.description or v.check.assertion} failed on "
+        f"{short_name(v.symptom)}" + (f" {_cite([trigger.index])}" if trigger else "") + "."
+    )
+    if v.top is not None:
+        h, s = v.top
+        by_index = {e.index: e for e in v.ledger}
+        lines.append("")
+        lines.append("Why Upstream believes it:")
+        for i in h.cites:
+            e = by_index.get(i)
+            if e is not None:
+                lines.append(f"- {e.claim} [E{i}]")
+        lines += ["", f"Confidence: {s.explain()}"]
+    lines += ["", f"Risk: {v.risk.explain()}", ""]
+    lines.append(f"Remedy ({v.remedy.action}): {v.remedy.summary}")
+    if v.remedy.reason:
+        lines.append(f"No patch: {v.remedy.reason}")
+    ran, passed, message = v.simulation
+    lines.append(
+        "Simulation: "
+        + (
+            f"{'the check passes' if passed else 'the check still fails'} ({message})"
+            if ran
+            else message
+        )
+    )
+    if v.remedy.diff:
+        lines += ["", "```diff", v.remedy.diff.rstrip(), "```"]
+    lines += ["", "| budget | used | limit |", "|---|---|---|"]
+    lines += [f"| {name} | {used} | {limit} |" for name, used, limit in v.budgets]
+    if v.notes:
+        lines += ["", *[f"Note: {n}" for n in v.notes]]
+    lines += ["", "Evidence ledger:", ""]
+    lines += [f"- E{e.index} ({e.kind}) {e.claim}" for e in v.ledger]
+    return "\n".join(lines)

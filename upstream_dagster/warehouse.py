@@ -1,0 +1,240 @@
+"""The DuckDB warehouse: profiles, monitor measurements, scenario faults, guarded forensics.
+
+Read paths open the file read-only with external access disabled (a read-only DuckDB
+connection alone still lets ``read_csv`` read any file). Relations are named ``schema.table``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import date, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from upstream_dagster.errors import UpstreamError
+from upstream_dagster.reliability.scenario import Fault
+from upstream_dagster.reliability.sqlguard import guard
+
+NUMERIC = ("DECIMAL", "INTEGER", "BIGINT", "HUGEINT", "DOUBLE", "FLOAT", "SMALLINT", "TINYINT")
+TEMPORAL = ("DATE", "TIMESTAMP")
+Columns = list[tuple[str, str]]
+
+
+def _quote(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _rel(table: str) -> str:
+    return ".".join(_quote(p) for p in table.split("."))
+
+
+@contextmanager
+def connect(path: Path, *, read_only: bool = True) -> Iterator[duckdb.DuckDBPyConnection]:
+    if not path.exists():
+        raise UpstreamError(f"the warehouse {path} does not exist", "run `make demo` first")
+    config = {"enable_external_access": False} if read_only else {}
+    try:
+        con = duckdb.connect(str(path), read_only=read_only, config=config)
+    except duckdb.IOException as exc:
+        raise UpstreamError(
+            f"cannot open the warehouse {path}: {exc}",
+            "another process holds it for writing; wait for the running build to finish",
+        ) from exc
+    try:
+        yield con
+    finally:
+        con.close()
+
+
+def relations(con: duckdb.DuckDBPyConnection) -> dict[str, Columns]:
+    rows = con.execute(
+        "SELECT lower(table_schema || '.' || table_name), column_name, data_type "
+        "FROM information_schema.columns ORDER BY table_schema, table_name, ordinal_position"
+    ).fetchall()
+    out: dict[str, Columns] = {}
+    for table, column, kind in rows:
+        out.setdefault(table, []).append((column, kind))
+    return out
+
+
+def is_numeric(kind: str) -> bool:
+    return kind.upper().startswith(NUMERIC)
+
+
+def date_column(cols: Columns, preferred: str | None = None) -> str | None:
+    """The column days are read from: ``preferred`` if present, else the first DATE/TIMESTAMP."""
+    names = {c.lower(): c for c, _ in cols}
+    if preferred:
+        return names.get(preferred.lower())
+    return next((c for c, k in cols if k.upper().startswith(TEMPORAL)), None)
+
+
+def _scalar(value: Any) -> float | None:
+    return None if value is None else float(value)
+
+
+# -- profiles --------------------------------------------------------------------------------
+def profile(
+    con: duckdb.DuckDBPyConnection, table: str, cols: Columns, at_ms: int
+) -> dict[str, Any]:
+    """A DataHub ``datasetProfile``: rows, and per column NULLs, mean (numbers), min/max."""
+    parts = ["count(*)"]
+    for name, kind in cols:
+        q = _quote(name)
+        parts.append(f"count({q})")
+        if is_numeric(kind):
+            parts += [f"avg({q})::DOUBLE", f"min({q})::VARCHAR", f"max({q})::VARCHAR"]
+        elif kind.upper().startswith(TEMPORAL):
+            parts += ["NULL", f"min({q})::VARCHAR", f"max({q})::VARCHAR"]
+        else:
+            parts += ["NULL", "NULL", "NULL"]
+    row = con.execute(f"SELECT {', '.join(parts)} FROM {_rel(table)}").fetchone() or ()
+    rows = int(row[0])
+    fields = []
+    for i, (name, _) in enumerate(cols):
+        present, mean, low, high = row[1 + 4 * i : 5 + 4 * i]
+        field: dict[str, Any] = {
+            "fieldPath": name,
+            "nullCount": rows - int(present),
+            "nullProportion": (rows - int(present)) / rows if rows else 0.0,
+        }
+        if mean is not None:
+            field["mean"] = f"{mean:.6g}"
+        if low is not None:
+            field["min"], field["max"] = str(low), str(high)
+        fields.append(field)
+    return {
+        "timestampMillis": at_ms,
+        "rowCount": rows,
+        "columnCount": len(cols),
+        "fieldProfiles": fields,
+    }
+
+
+# -- monitor measurements ---------------------------------------------------------------------
+def daily(
+    con: duckdb.DuckDBPyConnection, table: str, day_col: str, expr: str, last: date, days: int
+) -> dict[date, float]:
+    """``expr`` per day over ``days`` days ending at ``last`` (days with no rows are absent)."""
+    first = last - timedelta(days=days)
+    rows = con.execute(
+        f"SELECT CAST({_quote(day_col)} AS DATE) AS d, {expr} FROM {_rel(table)} "
+        f"WHERE CAST({_quote(day_col)} AS DATE) BETWEEN ? AND ? GROUP BY d",
+        [first, last],
+    ).fetchall()
+    return {d: float(v or 0) for d, v in rows}
+
+
+def null_share(con: duckdb.DuckDBPyConnection, table: str, column: str) -> float:
+    total, nulls = con.execute(
+        f"SELECT count(*), count(*) - count({_quote(column)}) FROM {_rel(table)}"
+    ).fetchone() or (0, 0)
+    return float(nulls) / total if total else 0.0
+
+
+def row_count(con: duckdb.DuckDBPyConnection, table: str) -> int:
+    return int((con.execute(f"SELECT count(*) FROM {_rel(table)}").fetchone() or (0,))[0])
+
+
+# -- scenario faults --------------------------------------------------------------------------
+def _rows(fault: Fault, cols: Columns, now: datetime) -> str:
+    """The SQL condition selecting the rows a fault touches (all rows when nothing narrows)."""
+    conds = []
+    if fault.fraction is not None and fault.kind not in ("stale", "skip_model"):
+        conds.append(f"(rowid % 100) < {round(fault.fraction * 100)}")
+    if fault.days is not None or fault.kind in ("stale", "skip_model"):
+        stamp = date_column(list(reversed(cols))) if fault.kind in ("stale", "skip_model") else None
+        day_col = stamp or date_column(cols)
+        if day_col is None:
+            raise UpstreamError(
+                f"{fault.kind} on {fault.relation} needs a DATE or TIMESTAMP column",
+                "pick a relation with one, or use 'where' to select rows",
+            )
+        if fault.days is not None:
+            since = (now - timedelta(days=fault.days)).date().isoformat()
+            conds.append(f"CAST({_quote(day_col)} AS DATE) > DATE '{since}'")
+        else:
+            since_ts = (now - timedelta(hours=fault.hours or 0)).replace(tzinfo=None)
+            conds.append(f"{_quote(day_col)} > TIMESTAMP '{since_ts.isoformat(sep=' ')}'")
+    if fault.where:
+        checked = guard(f"SELECT * FROM {fault.table} WHERE {fault.where}", {fault.table})
+        if checked.refused:
+            raise UpstreamError(
+                f"the 'where' of a {fault.kind} fault is refused: {checked.reason}",
+                "write a plain SQL condition over the relation's columns",
+            )
+        conds.append(f"({fault.where})")
+    return " AND ".join(conds) or "TRUE"
+
+
+def fault_sql(fault: Fault, cols: Columns, now: datetime) -> list[str]:
+    """The statements that apply one fault to its relation."""
+    names = {c.lower() for c, _ in cols}
+    if fault.column and fault.column.lower() not in names:
+        raise UpstreamError(
+            f"{fault.relation} has no column {fault.column!r}",
+            f"pick one of: {', '.join(c for c, _ in cols)}",
+        )
+    rel, col = _rel(fault.table), _quote(fault.column or "")
+    where = _rows(fault, cols, now)
+    match fault.kind:
+        case "rename_column":
+            return [f"ALTER TABLE {rel} RENAME COLUMN {col} TO {_quote(fault.to or '')}"]
+        case "drop_column":
+            return [f"ALTER TABLE {rel} DROP COLUMN {col}"]
+        case "change_type":
+            return [f"ALTER TABLE {rel} ALTER COLUMN {col} TYPE {fault.to}"]
+        case "null_column":
+            return [f"UPDATE {rel} SET {col} = NULL WHERE {where}"]
+        case "zero_values":
+            return [f"UPDATE {rel} SET {col} = 0 WHERE {where}"]
+        case "scale_values":
+            return [f"UPDATE {rel} SET {col} = {col} * {float(fault.factor or 1)} WHERE {where}"]
+        case "delete_rows" | "stale" | "skip_model":
+            return [f"DELETE FROM {rel} WHERE {where}"]
+        case "duplicate_rows":
+            return [f"INSERT INTO {rel} SELECT * FROM {rel} WHERE {where}"]
+    raise ValueError(f"unknown fault {fault.kind}")
+
+
+def apply_faults(path: Path, faults: list[Fault], now: datetime) -> list[str]:
+    """Apply every fault in one transaction: a fault that fails leaves the warehouse as it was."""
+    done: list[str] = []
+    with connect(path, read_only=False) as con:
+        tables = relations(con)
+        con.execute("BEGIN")
+        try:
+            for fault in faults:
+                cols = tables.get(fault.table.lower())
+                if cols is None:
+                    raise UpstreamError(
+                        f"the warehouse has no relation {fault.table}",
+                        "name a relation as schema.table, e.g. one of: "
+                        + ", ".join(sorted(tables)[:8]),
+                    )
+                for sql in fault_sql(fault, cols, now):
+                    con.execute(sql)
+                    done.append(sql)
+            con.execute("COMMIT")
+        except BaseException:
+            con.execute("ROLLBACK")
+            raise
+    return done
+
+
+# -- forensics ----------------------------------------------------------------------------------
+def forensic(
+    path: Path, sql: str, allowed: set[str]
+) -> tuple[str | None, list[tuple[Any, ...]], str]:
+    """(statement run or None, rows, refusal or error). Never raises on a bad query."""
+    checked = guard(sql, allowed)
+    if checked.refused or checked.sql is None:
+        return None, [], checked.reason
+    with connect(path, read_only=True) as con:
+        try:
+            return checked.sql, con.execute(checked.sql).fetchall(), ""
+        except duckdb.Error as exc:
+            return checked.sql, [], f"query failed: {str(exc).splitlines()[0]}"
