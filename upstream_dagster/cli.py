@@ -52,6 +52,7 @@ def run_job(
     run_config: dict[str, Any] | None = None,
     tags: dict[str, str] | None = None,
     selection: list[Any] | None = None,
+    partition: str | None = None,
 ) -> Any:
     from upstream_dagster.definitions import build
     from upstream_dagster.runtime import dagster_instance, failure_message
@@ -66,6 +67,7 @@ def run_job(
         run_config=config,
         tags=tags,
         asset_selection=selection,
+        partition_key=partition,
     )
     if not result.success:
         raise UpstreamError(
@@ -81,10 +83,11 @@ def _run(
     job_name: str,
     run_config: dict[str, Any] | None = None,
     tags: dict[str, str] | None = None,
+    partition: str | None = None,
 ) -> Any:
     """run_job for commands: a failure prints its cause and fix and exits 1."""
     try:
-        return run_job(settings, job_name, run_config, tags)
+        return run_job(settings, job_name, run_config, tags, partition=partition)
     except UpstreamError as exc:
         _fail(exc)
 
@@ -187,6 +190,108 @@ def queue() -> None:
     out.print(str(meta["queue"]), markup=False, highlight=False)
 
 
+@app.command("break")
+def break_(
+    scenario: Annotated[
+        Path, typer.Argument(help="A scenario file, e.g. scenarios/vendor_drift.yaml")
+    ],
+) -> None:
+    """Apply a scenario's faults to the warehouse, rebuild, and re-ingest into DataHub."""
+    from upstream_dagster.reliability.scenario import load_scenario
+    from upstream_dagster.scenarios import break_estate
+
+    settings = settings_mod.load()
+    try:
+        sc = load_scenario(scenario)
+        with out.status(f"breaking the estate with {sc.name} (faults, dbt build, DataHub)..."):
+            report = break_estate(settings, sc)
+    except UpstreamError as exc:
+        _fail(exc)
+    out.print(f"[bold]{sc.name}[/] applied:")
+    for sql in report.statements:
+        out.print(f"  {sql}", markup=False, highlight=False)
+    for table in report.skipped:
+        out.print(f"  {table} was not rebuilt")
+    for urn in report.flaky:
+        out.print(f"  {urn} reported a failure with no change in the data")
+    out.print(
+        "Every job stayed green. The failing_assertions sensor picks up what failed in DataHub; "
+        "or run `upstream investigate` now."
+    )
+
+
+@app.command()
+def heal(
+    forget: Annotated[
+        bool, typer.Option("--forget", help="Also remove the memory Upstream wrote.")
+    ] = False,
+) -> None:
+    """Restore the clean estate (warehouse, deployed dbt project, DataHub's ingested metadata).
+
+    What Upstream itself wrote into DataHub (incidents, runbooks, memory) is kept, unless
+    --forget is given."""
+    from upstream_dagster.scenarios import heal_estate
+
+    settings = settings_mod.load()
+    try:
+        with out.status("rebuilding the clean estate (estate_build)..."):
+            removed = heal_estate(settings, forget)
+    except UpstreamError as exc:
+        _fail(exc)
+    out.print(
+        "healed: clean warehouse and metadata rebuilt"
+        + (f"; {removed} memory properties removed" if forget else "; memory kept")
+    )
+
+
+@app.command()
+def investigate(
+    urn: Annotated[
+        str | None,
+        typer.Argument(help="An assertion or dataset URN; default: every failing assertion."),
+    ] = None,
+) -> None:
+    """Investigate failing assertions now (what the sensor does), and print each conclusion."""
+    from upstream_dagster.datahub import open_graph
+    from upstream_dagster.datahub.incidents import incident_key
+    from upstream_dagster.runtime import dagster_instance
+
+    settings = settings_mod.load()
+    graph = open_graph(settings)
+    try:
+        failing = [r for r in graph.assertion_runs() if r.result in ("FAILURE", "ERROR")]
+    finally:
+        graph.close()
+    if urn:
+        failing = [r for r in failing if urn in (r.assertion_urn, r.asserted_urn)]
+    first: dict[str, Any] = {}
+    for run in failing:
+        first.setdefault(run.asserted_urn, run)
+    if not first:
+        out.print("No assertion is failing in DataHub" + (f" for {urn}" if urn else "") + ".")
+        return
+    instance = dagster_instance(settings)
+    for run in first.values():
+        key = incident_key(run)
+        instance.add_dynamic_partitions("incidents", [key])
+        with out.status(f"investigating {key}..."):
+            result = _run(settings, "reliability", partition=key)
+        meta = result.asset_materializations_for_node("incident_verdict")[0].metadata
+        out.print(f"[bold]{key}[/]", highlight=False)
+        out.print(f"  {meta['conclusion'].value}", markup=False, highlight=False)
+        out.print(
+            f"  confidence {meta['confidence'].value:.2f}, risk {meta['risk'].value:.2f}, "
+            f"{meta['datahub_reads'].value} DataHub reads, remedy {meta['remedy'].value}",
+            highlight=False,
+        )
+        if meta["concluded"].value and meta["remedy"].value not in ("none", "escalate"):
+            out.print(
+                f"  approve: upstream approve --incident {key} --reviewer NAME",
+                markup=False,
+                highlight=False,
+            )
+
+
 @app.command()
 def approve(
     reviewer: Annotated[str, typer.Option(help="Your name; must be an approver in estate.yaml.")],
@@ -195,9 +300,15 @@ def approve(
     reject: Annotated[list[str] | None, typer.Option(help="Proposal ids to reject.")] = None,
     reason: Annotated[str, typer.Option(help="Why the rejected ids were rejected.")] = "",
     yes: Annotated[bool, typer.Option("--yes", help="Do not ask for confirmation.")] = False,
+    incident: Annotated[
+        str | None, typer.Option(help="Approve an incident's fix instead of a coverage batch.")
+    ] = None,
 ) -> None:
-    """Launch the write-back job for the current batch (the same job the launchpad runs)."""
+    """Launch the write-back job for the current batch, or for one incident's fix."""
     settings = settings_mod.load()
+    if incident:
+        _approve_incident(settings, incident, reviewer, yes)
+        return
     if not all_ and not ids:
         _fail(UpstreamError("nothing to approve", "pass --all or --ids ID [--ids ID ...]"))
     digest = _latest_metadata(settings, "proposals").get("batch_digest")
@@ -225,6 +336,44 @@ def approve(
     )
     if meta["failed"].value:
         err.print("some writes failed: the receipts are on the coverage_writeback materialization")
+        raise typer.Exit(2)
+
+
+def _approve_incident(settings: settings_mod.Settings, key: str, reviewer: str, yes: bool) -> None:
+    import dagster as dg
+
+    from upstream_dagster.runtime import dagster_instance
+
+    instance = dagster_instance(settings)
+    records = instance.fetch_materializations(
+        dg.AssetRecordsFilter(asset_key=dg.AssetKey("incident_verdict"), asset_partitions=[key]),
+        limit=1,
+    ).records
+    if not records or records[0].asset_materialization is None:
+        _fail(UpstreamError(f"no verdict for incident {key}", "run `upstream investigate` first"))
+    meta = records[0].asset_materialization.metadata
+    digest = str(meta["verdict_digest"].value)
+    out.print(f"{key}: {meta['conclusion'].value}", markup=False, highlight=False)
+    if not yes and not typer.confirm(f"Apply the {meta['remedy'].value} as {reviewer}?"):
+        raise typer.Exit(1)
+    config = {"verdict_digest": digest, "reviewer": reviewer}
+    result = _run(
+        settings,
+        "incident_writeback_job",
+        {"ops": {"incident_writeback": {"config": config}}},
+        partition=key,
+    )
+    done = result.asset_materializations_for_node("incident_writeback")[0].metadata
+    if "result" in done:
+        out.print(str(done["result"].value))
+        return
+    out.print(
+        f"{'resolved' if done['resolved'].value else 'still open'}: {done['check_after_fix'].value}"
+        f"; {done['applied'].value}; {done['writes'].value} writes to DataHub",
+        markup=False,
+        highlight=False,
+    )
+    if not done["resolved"].value:
         raise typer.Exit(2)
 
 

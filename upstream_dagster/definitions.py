@@ -16,6 +16,7 @@ from upstream_dagster.defs.conformance import conformance_defs
 from upstream_dagster.defs.coverage import auto_writeback_sensor, coverage_defs
 from upstream_dagster.defs.estate import estate_assets, estate_nodes
 from upstream_dagster.defs.monitors import monitor_checks, profiles_asset
+from upstream_dagster.defs.reliability import reliability_defs
 from upstream_dagster.demo.deploy import dbt_executable, ensure_ready
 from upstream_dagster.spec import load_estate
 
@@ -79,12 +80,22 @@ def build(settings: settings_mod.Settings) -> dg.Definitions:
         default_status=dg.DefaultScheduleStatus.RUNNING,
         description="The nightly score, so the dial's history plots in the UI.",
     )
+    incident_assets, (reliability_job, incident_job, incident_sensor) = reliability_defs(settings)
     return dg.Definitions(
-        assets=[*estate, *score_assets, *coverage_assets],
+        assets=[*estate, *score_assets, *coverage_assets, *incident_assets],
         asset_checks=[*score_checks, *coverage_checks, *monitors],
-        jobs=[build_job, refresh_job, score_job, writeback_job, verify_job, reset_job],
+        jobs=[
+            build_job,
+            refresh_job,
+            score_job,
+            writeback_job,
+            verify_job,
+            reset_job,
+            reliability_job,
+            incident_job,
+        ],
         schedules=[nightly],
-        sensors=[auto_writeback_sensor(settings, writeback_job)],
+        sensors=[auto_writeback_sensor(settings, writeback_job), incident_sensor],
         resources={
             "dbt": DbtCliResource(
                 project_dir=str(settings.dbt_project_dir),

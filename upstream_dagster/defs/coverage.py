@@ -79,6 +79,9 @@ def coverage_defs(
                 f"proposals, {proposals.base.overall.percent:.1f}% -> "
                 f"{proposals.projected.overall.percent:.1f}% projected"
             )
+        from upstream_dagster.defs.reliability import waiting_incidents
+
+        waiting += waiting_incidents(context.instance, settings)
         text = "\n".join(f"- {w}" for w in waiting) or "Nothing is waiting on a person."
         return dg.Output(
             waiting, metadata={"waiting": len(waiting), "queue": dg.MetadataValue.md(text)}

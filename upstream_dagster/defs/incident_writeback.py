@@ -1,0 +1,116 @@
+"""The incident write-back: the gate re-checked at execution, the fix applied, the rebuild, the
+re-check, and what DataHub learns. Called by the `incident_writeback` asset."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import dagster as dg
+
+from upstream_dagster import clock, gate
+from upstream_dagster.errors import UpstreamError
+from upstream_dagster.reliability.verdict import Verdict
+from upstream_dagster.settings import Settings
+from upstream_dagster.spec.models import EstateSpec
+
+
+class IncidentRefused(UpstreamError):
+    pass
+
+
+def _refuse_unless(ok: bool, problem: str, fix: str) -> None:
+    if not ok:
+        raise IncidentRefused(problem, fix)
+
+
+def _check_passes(settings: Settings, v: Verdict) -> tuple[bool, str]:
+    from upstream_dagster.datahub import open_graph
+
+    graph = open_graph(settings)
+    try:
+        runs = [
+            r
+            for r in graph.assertion_runs(None, v.window.symptom_ms, latest_only=True)
+            if r.assertion_urn == v.check.assertion
+        ]
+    finally:
+        graph.close()
+    if not runs:
+        return False, "the failing check has not run since the fix"
+    latest = runs[-1]
+    return (
+        latest.result == "SUCCESS",
+        f"{v.check.description or v.check.assertion}: {latest.result}",
+    )
+
+
+def write_back(
+    context: dg.AssetExecutionContext, settings: Settings, spec: EstateSpec, config: Any, v: Verdict
+) -> dg.MaterializeResult:
+    from upstream_dagster.cli import run_job
+    from upstream_dagster.datahub import open_graph, scribe
+    from upstream_dagster.demo.deploy import prepare_manifest
+    from upstream_dagster.sandbox import apply_patch
+
+    policy = spec.policies
+    _refuse_unless(
+        config.verdict_digest == v.digest,
+        f"digest {config.verdict_digest} is not the verdict's ({v.digest})",
+        "copy the digest from the latest incident_verdict materialization of this partition",
+    )
+    _refuse_unless(
+        config.reviewer in policy.approvers,
+        f"{config.reviewer!r} is not an approver in estate.yaml",
+        f"approvers are: {', '.join(policy.approvers) or 'nobody'}",
+    )
+    _refuse_unless(
+        v.concluded,
+        f"the investigation abstained: {v.headline()}",
+        "settle the named probe and re-run the reliability job; nothing is applied on a guess",
+    )
+    if policy.actuation == "dry-run":
+        return dg.MaterializeResult(metadata={"result": "policy is dry-run: nothing applied"})
+    gate.claim(settings.state_dir, f"incident-{v.digest}", context.run.run_id, config.reviewer)
+    started = clock.observed_ms()
+    applied = "nothing to apply"
+    if v.remedy.action == "patch":
+        problem = apply_patch(settings.dbt_project_dir, v.remedy.diff)
+        if problem:
+            raise IncidentRefused(
+                f"the patch no longer applies to the deployed project: {problem}",
+                "re-run the reliability job for this incident to construct a current patch",
+            )
+        prepare_manifest(settings)
+        applied = f"patched {', '.join(v.remedy.files)} in {settings.dbt_project_dir}"
+    rebuilt = v.remedy.action in ("patch", "rerun", "reload")
+    if rebuilt:
+        run_job(settings, "estate_refresh", tags={"upstream/incident": v.key})
+    passed, message = _check_passes(settings, v)
+    graph = open_graph(settings)
+    try:
+        receipts = [scribe.close_incident(graph, v, passed, message)]
+        if passed:
+            minutes = (clock.observed_ms() - v.window.symptom_ms) / 60000
+            receipts += scribe.runbook(graph, v)
+            receipts += scribe.remember(graph, v, minutes)
+            receipts += scribe.tag_blast_radius(graph, v, v.consumers)
+            if policy.reliability.immunize_on_resolve:
+                receipts += scribe.guard_assertions(graph, v)
+    finally:
+        graph.close()
+    context.log.info(f"owners notified: {', '.join(v.owners) or 'no owner in DataHub'}")
+    return dg.MaterializeResult(
+        metadata={
+            "resolved": passed,
+            "check_after_fix": message,
+            "applied": applied,
+            "rebuilt": rebuilt,
+            "reviewer": config.reviewer,
+            "writes": len([r for r in receipts if r.written]),
+            "failed_writes": len([r for r in receipts if not r.written]),
+            "receipts": dg.MetadataValue.md(
+                "\n".join(f"- {r.aspect} on {r.urn}: {r.detail}" for r in receipts)
+            ),
+            "seconds": round((clock.observed_ms() - started) / 1000, 1),
+        }
+    )
