@@ -78,9 +78,15 @@ def _scalar(value: Any) -> float | None:
 
 # -- profiles --------------------------------------------------------------------------------
 def profile(
-    con: duckdb.DuckDBPyConnection, table: str, cols: Columns, at_ms: int
+    con: duckdb.DuckDBPyConnection,
+    table: str,
+    cols: Columns,
+    at_ms: int,
+    day: tuple[str, date] | None = None,
 ) -> dict[str, Any]:
-    """A DataHub ``datasetProfile``: rows, and per column NULLs, mean (numbers), min/max."""
+    """A DataHub ``datasetProfile``: rows, and per column NULLs, mean (numbers), min/max.
+
+    With ``day`` (a date column and a date), the profile of that day's partition only."""
     parts = ["count(*)"]
     for name, kind in cols:
         q = _quote(name)
@@ -91,7 +97,11 @@ def profile(
             parts += ["NULL", f"min({q})::VARCHAR", f"max({q})::VARCHAR"]
         else:
             parts += ["NULL", "NULL", "NULL"]
-    row = con.execute(f"SELECT {', '.join(parts)} FROM {_rel(table)}").fetchone() or ()
+    where, params = "", []
+    if day is not None:
+        where, params = f" WHERE CAST({_quote(day[0])} AS DATE) = ?", [day[1]]
+    row = con.execute(f"SELECT {', '.join(parts)} FROM {_rel(table)}{where}", params).fetchone()
+    row = row or ()
     rows = int(row[0])
     fields = []
     for i, (name, _) in enumerate(cols):
@@ -106,12 +116,15 @@ def profile(
         if low is not None:
             field["min"], field["max"] = str(low), str(high)
         fields.append(field)
-    return {
+    out: dict[str, Any] = {
         "timestampMillis": at_ms,
         "rowCount": rows,
         "columnCount": len(cols),
         "fieldProfiles": fields,
     }
+    if day is not None:
+        out["partitionSpec"] = {"type": "PARTITION", "partition": f"{day[0]}={day[1]}"}
+    return out
 
 
 # -- monitor measurements ---------------------------------------------------------------------

@@ -45,7 +45,15 @@ def profiles_of(versions: Sequence[AspectVersion]) -> tuple[Profile, ...]:
                     ),
                 )
             )
-        out.append(Profile(int(p["timestampMillis"]), int(p.get("rowCount") or 0), tuple(cols)))
+        part = (p.get("partitionSpec") or {}).get("partition", "")
+        out.append(
+            Profile(
+                int(p["timestampMillis"]),
+                int(p.get("rowCount") or 0),
+                tuple(cols),
+                "" if part in ("", "FULL_TABLE_SNAPSHOT") else "day",
+            )
+        )
     return tuple(sorted(set(out), key=lambda x: x.at_ms))
 
 

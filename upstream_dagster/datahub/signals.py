@@ -148,3 +148,36 @@ def forget_memory(graph: MetadataGraph, properties: tuple[str, ...]) -> int:
             graph.write_aspect(urn, "structuredProperties", {"properties": keep})
             removed += len(props) - len(keep)
     return removed
+
+
+def guard_assertions(graph: MetadataGraph) -> list[tuple[str, str, str, str]]:
+    """(assertion, dataset, rule, column) of every guard an incident left."""
+    from upstream_dagster.datahub.model import SearchQuery
+
+    urns = [
+        u
+        for u in graph.search(SearchQuery(entity_type="assertion"))
+        if u.startswith("urn:li:assertion:upstream-guard-")
+    ]
+    out = []
+    for urn, aspects in sorted(graph.get_aspects(urns, ["assertionInfo"]).items()):
+        info = aspects.get("assertionInfo") or {}
+        props = info.get("customProperties") or {}
+        entity = (info.get("customAssertion") or {}).get("entity")
+        if entity and props.get("upstream_guard") and props.get("column"):
+            out.append((urn, str(entity), str(props["upstream_guard"]), str(props["column"])))
+    return out
+
+
+def report_guard(
+    graph: MetadataGraph, urn: str, dataset: str, ok: bool, message: str, at_ms: int, run_id: str
+) -> Receipt:
+    event: Json = {
+        "timestampMillis": at_ms,
+        "runId": run_id,
+        "asserteeUrn": dataset,
+        "assertionUrn": urn,
+        "status": "COMPLETE",
+        "result": {"type": "SUCCESS" if ok else "FAILURE", "nativeResults": {"message": message}},
+    }
+    return graph.write_aspect(urn, "assertionRunEvent", event)

@@ -222,14 +222,50 @@ def profiles_asset(settings: Settings, nodes: list[Node], deps: list[Any]) -> dg
                     if node.table not in tables:
                         missing.append(node.table)
                         continue
-                    prof = warehouse.profile(con, node.table, tables[node.table], at)
+                    cols = tables[node.table]
+                    prof = warehouse.profile(con, node.table, cols, at)
                     written += report_profile(graph, node.urn, prof).written
+                    # The last complete day alone: a level shift in recent days hides in a
+                    # whole-table profile.
+                    day_col = warehouse.date_column(cols)
+                    if day_col:
+                        last = (clock.now() - timedelta(days=1)).date()
+                        prof = warehouse.profile(con, node.table, cols, at, (day_col, last))
+                        report_profile(graph, node.urn, prof)
+            guards = run_guards(graph, settings, at, context.run.run_id)
         finally:
             graph.close()
         if missing:
             context.log.warning(f"not in the warehouse, not profiled: {', '.join(missing)}")
         return dg.MaterializeResult(
-            metadata={"profiled": written, "missing": dg.MetadataValue.json(missing)}
+            metadata={
+                "profiled": written,
+                "missing": dg.MetadataValue.json(missing),
+                "guards_checked": len(guards),
+                "guards_failing": dg.MetadataValue.json([g for g, ok in guards if not ok]),
+            }
         )
 
     return warehouse_profiles
+
+
+def run_guards(graph: Any, settings: Settings, at: int, run_id: str) -> list[tuple[str, bool]]:
+    """Evaluate the guard assertions incidents left at ingestion boundaries (schema contract:
+    the column exists; not_null: it holds no NULL) and report each into DataHub."""
+    from upstream_dagster.datahub.signals import guard_assertions, report_guard
+    from upstream_dagster.reliability.investigate import relation_of
+
+    out = []
+    with warehouse.connect(settings.warehouse) as con:
+        tables = warehouse.relations(con)
+        for urn, dataset, rule, column in guard_assertions(graph):
+            cols = {c.lower() for c, _ in tables.get(relation_of(dataset), [])}
+            present = column.lower() in cols
+            if rule == "schema_contract" or not present:
+                ok, message = present, f"column {column} {'present' if present else 'missing'}"
+            else:
+                share = warehouse.null_share(con, relation_of(dataset), column)
+                ok, message = share == 0, f"{column} is {share:.0%} NULL"
+            report_guard(graph, urn, dataset, ok, message, at, run_id)
+            out.append((urn, ok))
+    return out

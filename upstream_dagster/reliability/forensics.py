@@ -84,6 +84,8 @@ def confirm(inv: Investigation, hyp: Hypothesis, probe: Probe) -> list[int]:
         item = inv.ledger[i]
         if item.subject == hyp.cause and item.kind == "profile":
             claim.update(dict(item.detail))
+    if claim.get("partition") == "day":
+        return []  # the templates query whole tables; a one-day finding stays the profile's
     ran, rows, problem = probe.forensic(sql, {relation})
     if ran is None:
         return [

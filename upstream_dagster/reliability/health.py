@@ -16,6 +16,7 @@ from upstream_dagster.reliability.evidence import Finding, Ledger
 NULL_JUMP = 0.05  # an absolute rise in a column's share of NULLs
 MEAN_SHIFT = 0.30  # a relative change of a column's mean
 ROW_CHANGE = 0.10  # a relative change of the row count
+DAY_ROW_CHANGE = 0.35  # the same for one day's partition: days vary more than tables
 # DataHub learns of a change when metadata is ingested, which in the same build can come a few
 # minutes after the check that noticed the symptom.
 GRACE_MS = 15 * 60 * 1000
@@ -61,6 +62,7 @@ class Profile:
     at_ms: int
     rows: int
     columns: tuple[tuple[str, ColumnProfile], ...]
+    partition: str = ""  # "" the whole table; "day" the last complete day
 
     def column(self, name: str) -> ColumnProfile | None:
         return dict(self.columns).get(name)
@@ -107,31 +109,49 @@ def correlate(events: tuple[SchemaEvent, ...]) -> list[SchemaChange]:
     return out
 
 
-def _pair(profiles: tuple[Profile, ...], w: Window) -> tuple[Profile, Profile] | None:
+def _pair(
+    profiles: tuple[Profile, ...], w: Window, partition: str
+) -> tuple[Profile, Profile] | None:
     """The profile the last healthy build took, and the one the symptom's build took."""
-    before = [p for p in profiles if p.at_ms <= w.last_good_ms]
-    during = [p for p in profiles if w.holds(p.at_ms)]
+    mine = [p for p in profiles if p.partition == partition]
+    before = [p for p in mine if p.at_ms <= w.last_good_ms]
+    during = [p for p in mine if w.holds(p.at_ms)]
     if not before or not during:
         return None
     return before[-1], during[-1]
 
 
 def _profile_findings(node: NodeView, w: Window, ledger: Ledger) -> list[Finding]:
-    pair = _pair(node.profiles, w)
+    out: list[Finding] = []
+    seen: set[tuple[str, str | None]] = set()
+    for partition, rows_limit in (("", ROW_CHANGE), ("day", DAY_ROW_CHANGE)):
+        for f in _partition_findings(node, w, ledger, partition, rows_limit):
+            if (f.failure_class, f.column) not in seen:  # the whole table speaks first
+                seen.add((f.failure_class, f.column))
+                out.append(f)
+    return out
+
+
+def _partition_findings(
+    node: NodeView, w: Window, ledger: Ledger, partition: str, rows_limit: float
+) -> list[Finding]:
+    pair = _pair(node.profiles, w, partition)
     if pair is None:
         return []
     old, new = pair
+    where = " on the last complete day" if partition else ""
     out = []
-    if old.rows and abs(new.rows / old.rows - 1) >= ROW_CHANGE:
+    if old.rows and abs(new.rows / old.rows - 1) >= rows_limit:
         kind = "volume_drop" if new.rows < old.rows else "volume_jump"
         i = ledger.add(
             "profile",
             node.urn,
-            f"{node.name} holds {new.rows:,} rows, {new.rows / old.rows - 1:+.0%} against "
-            f"{old.rows:,} in the last healthy build",
+            f"{node.name} holds {new.rows:,} rows{where}, {new.rows / old.rows - 1:+.0%} "
+            f"against {old.rows:,} in the last healthy build",
             at_ms=new.at_ms,
             rows_before=old.rows,
             rows_after=new.rows,
+            partition=partition or "table",
         )
         out.append(Finding(kind, node.urn, None, i, new.at_ms))
     for name, now in new.columns:
@@ -144,11 +164,12 @@ def _profile_findings(node: NodeView, w: Window, ledger: Ledger) -> list[Finding
             i = ledger.add(
                 "profile",
                 node.urn,
-                f"{node.name}.{name} is {now.null_share:.0%} NULL, was {was.null_share:.0%}",
+                f"{node.name}.{name} is {now.null_share:.0%} NULL{where}, was {was.null_share:.0%}",
                 column=name,
                 at_ms=new.at_ms,
                 null_before=round(was.null_share, 4),
                 null_after=round(now.null_share, 4),
+                partition=partition or "table",
             )
             out.append(Finding("null_jump", node.urn, name, i, new.at_ms))
         elif (
@@ -160,15 +181,23 @@ def _profile_findings(node: NodeView, w: Window, ledger: Ledger) -> list[Finding
             i = ledger.add(
                 "profile",
                 node.urn,
-                f"the mean of {node.name}.{name} moved from {was.mean:,.4g} to {now.mean:,.4g} "
+                f"the mean of {node.name}.{name}{where} moved from {was.mean:,.4g} to "
+                f"{now.mean:,.4g} "
                 f"({now.mean / was.mean - 1:+.0%})",
                 column=name,
                 at_ms=new.at_ms,
                 mean_before=was.mean,
                 mean_after=now.mean,
+                partition=partition or "table",
             )
             out.append(Finding("value_shift", node.urn, name, i, new.at_ms))
-        elif was.maximum and now.maximum and now.maximum < was.maximum and new.rows < old.rows:
+        elif (
+            not partition
+            and was.maximum
+            and now.maximum
+            and now.maximum < was.maximum
+            and new.rows < old.rows
+        ):
             i = ledger.add(
                 "profile",
                 node.urn,

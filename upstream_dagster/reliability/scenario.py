@@ -95,6 +95,9 @@ class Scenario(_Strict):
         default_factory=list,
         description="monitor names whose next check reports a failure with no data change",
     )
+    occurrences: int = Field(
+        default=1, ge=1, le=3, description="2: the fault recurs after the first is resolved"
+    )
     expect: Expect
 
     @model_validator(mode="after")
