@@ -76,8 +76,8 @@ def trigger_for(graph: MetadataGraph, key: str) -> Trigger:
 def _last_good(graph: MetadataGraph, symptom: str, assertion: str, ts: int) -> int:
     """When the build before the failing one observed the symptom: its profile's stamp, or
     else the last time the failing check passed."""
-    profiles = [p.at_ms for p in profiles_of(graph.aspect_history(symptom, "datasetProfile"))]
-    current = [t for t in profiles if t <= ts + GRACE_MS]
+    stamps = {p.at_ms for p in profiles_of(graph.aspect_history(symptom, "datasetProfile"))}
+    current = [t for t in stamps if t <= ts + GRACE_MS]  # one stamp per build
     if len(current) >= 2:
         return sorted(current)[-2]
     passed = [

@@ -15,6 +15,27 @@ from upstream_dagster.settings import Settings
 
 
 class EstateTranslator(DagsterDbtTranslator):
+    def get_asset_check_spec(
+        self,
+        asset_spec: dg.AssetSpec,
+        manifest: Mapping[str, Any],
+        unique_id: str,
+        project: Any,
+    ) -> dg.AssetCheckSpec | None:
+        # A failing dbt test must still reach DataHub (the ingestion runs after the build):
+        # dbt tests are never blocking here. The reliability loop acts on them.
+        spec = super().get_asset_check_spec(asset_spec, manifest, unique_id, project)
+        if spec is None:
+            return None
+        return dg.AssetCheckSpec(
+            spec.name,
+            asset=spec.asset_key,
+            description=spec.description,
+            additional_deps=[d.asset_key for d in spec.additional_deps],
+            metadata=spec.metadata,
+            blocking=False,
+        )
+
     def get_group_name(self, dbt_resource_props: Mapping[str, Any]) -> str | None:
         if dbt_resource_props["resource_type"] == "source":
             return "raw_feeds"
@@ -47,6 +68,18 @@ def _copy(src: Path, dst_dir: Path, *names: str) -> None:
             shutil.copy2(src / name, dst_dir / name)
 
 
+def _topological(keys: set[dg.AssetKey], assets_def: dg.AssetsDefinition) -> list[dg.AssetKey]:
+    """``keys`` with every key after the keys it depends on (Dagster checks the order)."""
+    deps = assets_def.asset_deps
+    out: list[dg.AssetKey] = []
+    pending = sorted(keys, key=lambda k: k.to_user_string())
+    while pending:
+        ready = [k for k in pending if not (set(deps.get(k, ())) & set(pending))]
+        out += ready or pending  # a cycle cannot happen in dbt; never loop forever
+        pending = [k for k in pending if k not in out]
+    return out
+
+
 def estate_assets(settings: Settings, manifest_file: Path) -> list[Any]:
     # The parsed manifest, not its path: dagster-dbt caches manifests by path within a process,
     # and the deployed project is re-parsed in place when it changes.
@@ -72,7 +105,24 @@ def estate_assets(settings: Settings, manifest_file: Path) -> list[Any]:
     @dbt_assets(manifest=manifest, dagster_dbt_translator=translator, name="estate_dbt")
     def estate_dbt(context: dg.AssetExecutionContext, dbt: DbtCliResource) -> Iterator[Any]:
         invocation = dbt.cli(["build"], context=context, raise_on_error=False)
-        yield from invocation.stream()
+        done: set[dg.AssetKey] = set()
+        for event in invocation.stream():
+            key = getattr(event, "asset_key", None)
+            if isinstance(event, dg.Output | dg.MaterializeResult) and key is None:
+                key = context.asset_key_for_output(event.output_name)
+            if key is not None and not isinstance(event, dg.AssetCheckResult):
+                done.add(key)
+            yield event
+        # dbt skips what is downstream of a failing test. Say so, and let the ingestion that
+        # follows still run: DataHub must learn of the failure.
+        for key in _topological(context.selected_asset_keys - done, context.assets_def):
+            yield dg.MaterializeResult(
+                asset_key=key,
+                metadata={
+                    "rebuilt": False,
+                    "dbt_status": "skipped: a test upstream of it failed; the table is unchanged",
+                },
+            )
         # Keep this build's run_results: later dbt commands overwrite them.
         _copy(invocation.target_path, settings.artifacts_dir, "run_results.json")
         errors = _build_errors(invocation.target_path / "run_results.json")

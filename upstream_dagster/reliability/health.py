@@ -193,6 +193,7 @@ def _partition_findings(
             out.append(Finding("value_shift", node.urn, name, i, new.at_ms))
         elif (
             not partition
+            and now.mean is None  # a date or time, not a number: the newest data went back
             and was.maximum
             and now.maximum
             and now.maximum < was.maximum
