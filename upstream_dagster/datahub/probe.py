@@ -51,7 +51,7 @@ def profiles_of(versions: Sequence[AspectVersion]) -> tuple[Profile, ...]:
                 int(p["timestampMillis"]),
                 int(p.get("rowCount") or 0),
                 tuple(cols),
-                "" if part in ("", "FULL_TABLE_SNAPSHOT") else "day",
+                "" if part in ("", "FULL_TABLE_SNAPSHOT") else str(part),
             )
         )
     return tuple(sorted(set(out), key=lambda x: x.at_ms))

@@ -84,8 +84,12 @@ def confirm(inv: Investigation, hyp: Hypothesis, probe: Probe) -> list[int]:
         item = inv.ledger[i]
         if item.subject == hyp.cause and item.kind == "profile":
             claim.update(dict(item.detail))
-    if claim.get("partition") == "day":
-        return []  # the templates query whole tables; a one-day finding stays the profile's
+    part = claim.get("partition", "table")
+    if part != "table":  # a one-day finding: query that day only
+        column, _, day = part.partition("=")
+        if not (column.replace("_", "").isalnum() and len(day) == 10):
+            return []
+        sql += f" WHERE CAST({_q(column)} AS DATE) = DATE '{day}'"
     ran, rows, problem = probe.forensic(sql, {relation})
     if ran is None:
         return [

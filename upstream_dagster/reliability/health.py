@@ -62,7 +62,13 @@ class Profile:
     at_ms: int
     rows: int
     columns: tuple[tuple[str, ColumnProfile], ...]
-    partition: str = ""  # "" the whole table; "day" the last complete day
+    partition: str = (
+        ""  # "" the whole table, else the day's partition, e.g. "order_date=2026-11-28"
+    )
+
+    @property
+    def kind(self) -> str:
+        return "day" if self.partition else ""
 
     def column(self, name: str) -> ColumnProfile | None:
         return dict(self.columns).get(name)
@@ -113,7 +119,7 @@ def _pair(
     profiles: tuple[Profile, ...], w: Window, partition: str
 ) -> tuple[Profile, Profile] | None:
     """The profile the last healthy build took, and the one the symptom's build took."""
-    mine = [p for p in profiles if p.partition == partition]
+    mine = [p for p in profiles if p.kind == partition]
     before = [p for p in mine if p.at_ms <= w.last_good_ms]
     during = [p for p in mine if w.holds(p.at_ms)]
     if not before or not during:
@@ -151,7 +157,7 @@ def _partition_findings(
             at_ms=new.at_ms,
             rows_before=old.rows,
             rows_after=new.rows,
-            partition=partition or "table",
+            partition=new.partition or "table",
         )
         out.append(Finding(kind, node.urn, None, i, new.at_ms))
     for name, now in new.columns:
@@ -169,7 +175,7 @@ def _partition_findings(
                 at_ms=new.at_ms,
                 null_before=round(was.null_share, 4),
                 null_after=round(now.null_share, 4),
-                partition=partition or "table",
+                partition=new.partition or "table",
             )
             out.append(Finding("null_jump", node.urn, name, i, new.at_ms))
         elif (
@@ -188,7 +194,7 @@ def _partition_findings(
                 at_ms=new.at_ms,
                 mean_before=was.mean,
                 mean_after=now.mean,
-                partition=partition or "table",
+                partition=new.partition or "table",
             )
             out.append(Finding("value_shift", node.urn, name, i, new.at_ms))
         elif (

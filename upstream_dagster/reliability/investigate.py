@@ -79,6 +79,7 @@ class Investigation:
     upstream: dict[str, tuple[str, ...]] = field(default_factory=dict)
     ranked: list[tuple[Hypothesis, Score]] = field(default_factory=list)
     walked: int = 0
+    day_profiled: set[str] = field(default_factory=set)  # nodes whose days are profiled
     forensic_queries: int = 0
     budget_note: str = ""
     memory_used: bool = False
@@ -127,6 +128,8 @@ def _observe(
     for urn in hop:
         view = views.get(urn) or NodeView(urn, short_name(urn))
         inv.findings[urn] = diagnose(view, inv.trigger.window, inv.ledger)
+        if any(p.partition for p in view.profiles):
+            inv.day_profiled.add(urn)
         inv.walked += 1
     return views
 
@@ -242,9 +245,20 @@ def hypotheses(
     return out
 
 
+def _day_finding(inv: Investigation, hyp: Hypothesis) -> bool:
+    for f in inv.findings.get(hyp.cause, []):
+        if f.failure_class == hyp.failure_class and f.column == hyp.column:
+            return dict(inv.ledger[f.evidence].detail).get("partition", "table") != "table"
+    return False
+
+
 def score(inv: Investigation, hyp: Hypothesis, feeds_known: bool, simulation: float) -> Score:
     kinds = {inv.ledger[i].kind for i in hyp.cites}
     on_path = [n for n in hyp.path if n in inv.findings]
+    if _day_finding(inv, hyp):
+        # A one-day shift can only show on nodes whose days are profiled; the others neither
+        # support nor contradict it.
+        on_path = [n for n in on_path if n in inv.day_profiled or inv.findings[n]]
     support = sum(1 for n in on_path if inv.findings[n]) / max(len(on_path), 1)
     column_cited = any(inv.ledger[i].kind == "lineage" and inv.ledger[i].column for i in hyp.cites)
     if feeds_known and hyp.column and not column_cited:
