@@ -1,0 +1,271 @@
+"""The reliability core on plain records: the SQL guard, the correlator, the walk's stop rule,
+abstention, memory, the critic's arithmetic and the constructed patch. Names here are not the
+demo's: the controller must not know them."""
+
+from __future__ import annotations
+
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from upstream_dagster.reliability.evidence import Score
+from upstream_dagster.reliability.health import (
+    ColumnProfile,
+    FailingCheck,
+    NodeView,
+    Profile,
+    SchemaEvent,
+    Window,
+    correlate,
+)
+from upstream_dagster.reliability.investigate import Memory, Trigger, investigate
+from upstream_dagster.reliability.monitors import Observation, judge
+from upstream_dagster.reliability.remediation import remedy, rewrite_model
+from upstream_dagster.reliability.sqlguard import guard
+
+ALLOWED = {"crm.accounts", "billing.invoices"}
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "DROP TABLE crm.accounts",
+        "CREATE TABLE x AS SELECT 1",
+        "ALTER TABLE crm.accounts ADD COLUMN y INT",
+        "DELETE FROM crm.accounts",
+        "UPDATE crm.accounts SET status = NULL",
+        "INSERT INTO crm.accounts SELECT * FROM crm.accounts",
+        "SELECT 1; SELECT 2",
+        "SELECT * FROM crm.accounts; DROP TABLE crm.accounts",
+        "PRAGMA database_list",
+        "ATTACH 'other.db' AS other",
+        "COPY crm.accounts TO '/tmp/out.csv'",
+        "INSTALL httpfs",
+        "LOAD httpfs",
+        "SET enable_external_access = true",
+        "SELECT * FROM read_csv('/etc/passwd')",
+        "SELECT * FROM read_csv_auto('/etc/hostname')",
+        "SELECT * FROM read_parquet('s3://bucket/x.parquet')",
+        "SELECT * FROM read_json('https://example.com/x.json')",
+        "SELECT * FROM glob('/etc/*')",
+        "SELECT * FROM '/etc/passwd.csv'",
+        "SELECT * FROM pragma_version()",
+        "SELECT getenv('HOME')",
+        "SELECT * FROM crm.accounts JOIN secret.keys USING (id)",
+    ],
+)
+def test_the_guard_refuses_anything_but_one_select_over_known_tables(sql: str) -> None:
+    checked = guard(sql, ALLOWED)
+    assert checked.refused, sql
+    assert checked.reason  # every refusal says why
+
+
+def test_the_guard_injects_a_limit_and_lowers_a_large_one() -> None:
+    assert guard("SELECT count(*) FROM crm.accounts", ALLOWED).sql.endswith("LIMIT 200")
+    assert guard("SELECT * FROM warehouse.crm.accounts LIMIT 5", ALLOWED).sql.endswith("LIMIT 5")
+    assert guard("SELECT * FROM crm.accounts LIMIT 99999", ALLOWED).sql.endswith("LIMIT 200")
+
+
+def test_a_remove_and_an_add_of_the_same_type_in_one_transaction_are_a_rename() -> None:
+    events = (
+        SchemaEvent(10, "REMOVE", "acct_status", "VARCHAR"),
+        SchemaEvent(10, "ADD", "account_status", "VARCHAR"),
+        SchemaEvent(20, "REMOVE", "balance", "DECIMAL"),
+        SchemaEvent(20, "ADD", "balance_eur", "VARCHAR"),
+    )
+    changes = {(c.kind, c.column, c.new_column) for c in correlate(events)}
+    assert ("rename", "acct_status", "account_status") in changes
+    assert ("column_removed", "balance", None) in changes  # different types: not a rename
+    assert ("column_added", "balance_eur", None) in changes
+
+
+# -- a synthetic estate: crm.accounts -> stg.accounts -> mart.account_health -----------------
+def urn(name: str) -> str:
+    return f"urn:li:dataset:(urn:li:dataPlatform:dbt,wh.{name},PROD)"
+
+
+SRC, STG, INT, MART, OTHER = (
+    urn("crm.accounts"),
+    urn("stg.accounts"),
+    urn("int.accounts_daily"),
+    urn("mart.account_health"),
+    urn("billing.invoices"),
+)
+W = Window(last_good_ms=1_000, symptom_ms=2_000)
+
+
+def profiles(col: str, before: float, after: float, rows: tuple[int, int] = (100, 100)) -> Any:
+    return (
+        Profile(900, rows[0], ((col, ColumnProfile(before, 5.0)),)),
+        Profile(1_500, rows[1], ((col, ColumnProfile(after, 5.0)),)),
+    )
+
+
+@dataclass
+class Graph:
+    """Plain records standing in for what DataHub and the warehouse return."""
+
+    views: dict[str, NodeView]
+    ups: dict[str, tuple[str, ...]]
+    columns: tuple[Any, ...] = ()
+    reads: int = 0
+    asked: list[str] = field(default_factory=list)
+
+    def upstreams(self, u: str) -> tuple[str, ...]:
+        return self.ups.get(u, ())
+
+    def observe(self, urns: tuple[str, ...], with_runs: bool = True) -> dict[str, NodeView]:
+        self.reads += 2
+        self.asked += urns
+        return {u: self.views.get(u, NodeView(u, u)) for u in urns}
+
+    def column_edges(self) -> tuple[Any, ...]:
+        return self.columns
+
+    def forensic(self, sql: str, relations: set[str]) -> tuple[str | None, list[Any], str]:
+        checked = guard(sql, relations)
+        if checked.refused:
+            return None, [], checked.reason
+        return checked.sql, [(100, 100)], ""
+
+
+def renamed_estate() -> Graph:
+    failing = FailingCheck("urn:li:assertion:m1", "health score not zero", "score", 2_000)
+    return Graph(
+        views={
+            MART: NodeView(MART, "mart.account_health", (failing,)),
+            STG: NodeView(STG, "stg.accounts", profiles=profiles("acct_status", 0.0, 1.0)),
+            SRC: NodeView(
+                SRC,
+                "crm.accounts",
+                schema=(
+                    SchemaEvent(500, "ADD", "acct_status", "VARCHAR"),
+                    SchemaEvent(1_200, "REMOVE", "acct_status", "VARCHAR"),
+                    SchemaEvent(1_200, "ADD", "account_status", "VARCHAR"),
+                ),
+            ),
+        },
+        ups={MART: (STG, OTHER), STG: (SRC,)},
+        columns=(
+            ((SRC, "acct_status"), (STG, "acct_status")),
+            ((STG, "acct_status"), (MART, "score")),
+        ),
+    )
+
+
+def trigger(g: Graph) -> Trigger:
+    return Trigger(MART, g.views[MART].failing[0], W)
+
+
+def test_the_cause_is_the_unhealthy_node_whose_upstreams_are_healthy_not_the_staging_symptom() -> (
+    None
+):
+    g = renamed_estate()
+    inv = investigate(trigger(g), g)
+    top, score = inv.ranked[0]
+    assert (top.cause, top.column, top.failure_class) == (SRC, "acct_status", "rename")
+    assert top.renamed_to == "account_status"
+    assert STG in inv.unhealthy  # the staging table is unhealthy, and a symptom only
+    assert score.confidence >= 0.7
+    cited = {inv.ledger[i].kind for i in top.cites}
+    assert {"timeline", "profile", "lineage", "forensic"} <= cited
+
+
+def test_only_the_failing_check_itself_is_no_evidence_so_the_run_abstains() -> None:
+    failing = FailingCheck("urn:li:assertion:m1", "row volume", None, 2_000)
+    g = Graph({MART: NodeView(MART, "mart", (failing,))}, {MART: (STG,), STG: (SRC,)})
+    inv = investigate(Trigger(MART, failing, W), g)
+    assert inv.ranked == []
+    assert inv.walked == 3  # it still looked all the way up
+
+
+def test_a_change_before_the_last_healthy_build_is_not_the_cause() -> None:
+    g = renamed_estate()
+    src = g.views[SRC]
+    g.views[SRC] = NodeView(
+        SRC,
+        src.name,
+        schema=tuple(SchemaEvent(800, e.operation, e.column, e.native_type) for e in src.schema),
+    )
+    inv = investigate(trigger(g), g)
+    assert inv.ranked[0][0].cause == STG  # the NULLs in staging are all that is left
+
+
+def test_right_memory_confirms_with_fewer_reads_and_wrong_memory_does_not_stick() -> None:
+    cold_graph = renamed_estate()
+    cold = investigate(trigger(cold_graph), cold_graph)
+    assert not cold.memory_used
+    warm_graph = renamed_estate()
+    warm = investigate(trigger(warm_graph), warm_graph, Memory(SRC, "acct_status", "rename"))
+    assert warm.ranked[0][0].cause == SRC and warm.ranked[0][0].from_memory
+    assert warm.ranked[0][1].memory == 1.0
+    assert warm_graph.reads * 2 <= cold_graph.reads
+    wrong_graph = renamed_estate()
+    wrong = investigate(trigger(wrong_graph), wrong_graph, Memory(OTHER, "amount", "null_jump"))
+    assert wrong.ranked[0][0].cause == SRC and wrong.ranked[0][1].memory == 0.0
+    assert any("memory contradicted" in e.claim for e in wrong.ledger.items)
+
+
+def test_a_fault_on_a_branch_that_does_not_feed_the_symptom_is_never_blamed() -> None:
+    g = renamed_estate()
+    unrelated = urn("billing.raw_invoices")
+    g.views[unrelated] = NodeView(unrelated, "raw", profiles=profiles("amount", 0.0, 0.9))
+    inv = investigate(trigger(g), g)
+    assert unrelated not in {h.cause for h, _ in inv.ranked}
+    assert unrelated not in g.asked
+
+
+def test_no_hard_artifact_scales_confidence_by_six_tenths() -> None:
+    soft = Score(1, 1, 1, 1, 0, 0, 0, hard=False)
+    hard = Score(1, 1, 1, 1, 0, 0, 0, hard=True)
+    assert hard.confidence == pytest.approx(0.7)
+    assert soft.confidence == pytest.approx(0.42)
+    assert "x 0.6" in soft.explain()
+
+
+def test_monitor_rules_report_what_they_measured() -> None:
+    assert not judge("zero_values", Observation(0.0), 0.5).passed
+    assert judge("drop_vs_trailing_average", Observation(60.0, 100.0), 0.5).passed
+    assert not judge("drop_vs_trailing_average", Observation(40.0, 100.0), 0.5).passed
+    assert not judge("null_rate_jump", Observation(0.9, 0.0), 0.2).passed
+    missing = judge("zero_values", Observation(None, missing="column x is missing"), 0.5)
+    assert not missing.passed and "missing" in missing.message
+
+
+def test_the_rename_patch_prefers_the_new_name_and_applies_with_git(tmp_path: Path) -> None:
+    model = (
+        "{%- set feed = source('crm', 'accounts') -%}\n"
+        "select\n    account_id,\n    {{ tolerant(feed, 'acct_status', 'varchar') }}\n"
+        "from {{ feed }}\n"
+    )
+    bare = "select\n    account_id,\n    acct_status,\n    region\nfrom {{ src }}\n"
+    assert (
+        "upstream_renamed_column(source('crm', 'accounts'), 'account_status', 'acct_status')"
+        in (
+            rewrite_model(model, "acct_status", "account_status", "source('crm', 'accounts')") or ""
+        )
+    )
+    assert "}} as acct_status," in (
+        rewrite_model(bare, "acct_status", "account_status", "source('crm', 'accounts')") or ""
+    )
+    (tmp_path / "models").mkdir()
+    (tmp_path / "models/stg_accounts.sql").write_text(model)
+    fix = remedy(
+        "rename",
+        {"models/stg_accounts.sql": model},
+        "acct_status",
+        "account_status",
+        "source('crm', 'accounts')",
+        ("stg_accounts+",),
+    )
+    assert fix.action == "patch" and "macros/upstream_renamed_column.sql" in fix.files
+    done = subprocess.run(
+        ["git", "apply", "--check", "-"], input=fix.diff, cwd=tmp_path, text=True, check=False
+    )
+    assert done.returncode == 0
+    unknown = remedy("rename", {"m.sql": "select 1"}, "a", "b", "ref('x')", ())
+    assert unknown.action == "escalate" and "no model" in unknown.reason
+    assert remedy("failing_check", {}, None, None, "", ()).action == "none"
