@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
+from typing import Any
 
 from upstream_dagster.datahub.edges import field_path
-from upstream_dagster.datahub.model import AssertionRun
+from upstream_dagster.datahub.model import AspectVersion, AssertionRun
 from upstream_dagster.datahub.probe import profiles_of
 from upstream_dagster.datahub.protocol import MetadataGraph
 from upstream_dagster.errors import UpstreamError
@@ -37,46 +39,63 @@ def failing_runs(graph: MetadataGraph, since_ms: int | None) -> list[AssertionRu
     return [r for r in runs if r.result in ("FAILURE", "ERROR")]
 
 
-def primary_of(graph: MetadataGraph, urn: str) -> str:
-    sib = graph.get_aspects([urn], ["siblings"]).get(urn, {}).get("siblings") or {}
-    if sib.get("siblings") and not sib.get("primary", False):
-        return str(sib["siblings"][0])
-    return urn
+@dataclass(frozen=True)
+class Opened:
+    """What triage read: the trigger, the symptom's own aspects and its history."""
+
+    trigger: Trigger
+    facts: dict[str, Any]
+    history: dict[str, list[AspectVersion]]
+    properties: dict[str, str]  # the failing assertion's customProperties
 
 
-def trigger_for(graph: MetadataGraph, key: str) -> Trigger:
+FACTS = ["siblings", "structuredProperties", "ownership", "domains", "glossaryTerms"]
+
+
+def trigger_for(graph: MetadataGraph, key: str) -> Opened:
+    """Three reads: the assertion, the symptom's aspects (memory among them), its history."""
+    from upstream_dagster.datahub.probe import HISTORY_ASPECTS
+    from upstream_dagster.datahub.readpath import assertee
+
     assertion, ts = parse_key(key)
-    runs = [
-        r
-        for r in graph.assertion_runs(None, ts - 1, latest_only=False)
-        if r.assertion_urn == assertion and r.timestamp_ms == ts
-    ]
-    if not runs:
-        raise UpstreamError(
-            f"DataHub holds no run event of {assertion} at {ts}",
-            "the incident key must name a failing run event DataHub still holds",
-        )
-    run = runs[0]
     info = graph.get_aspects([assertion], ["assertionInfo"]).get(assertion, {})
     info = info.get("assertionInfo") or {}
     custom = info.get("customAssertion") or {}
-    native = dict(run.native)
+    entity = custom.get("entity") or assertee(info)
+    if not entity:
+        raise UpstreamError(
+            f"DataHub holds no assertionInfo naming a dataset for {assertion}",
+            "the incident key must name an assertion DataHub still holds",
+        )
+    facts = graph.get_aspects([entity], FACTS).get(entity, {})
+    sib = facts.get("siblings") or {}
+    symptom = str(entity)
+    if sib.get("siblings") and not sib.get("primary", False):
+        symptom = str(sib["siblings"][0])
+        facts = graph.get_aspects([symptom], FACTS).get(symptom, {})
     field = custom.get("field")
     check = FailingCheck(
         assertion,
         str(info.get("description") or custom.get("type") or "")[:160],
-        field_path(field) if field else native.get("column"),
+        field_path(field) if field else None,
         ts,
-        native.get("message", ""),
     )
-    symptom = primary_of(graph, run.asserted_urn)
-    return Trigger(symptom, check, Window(_last_good(graph, symptom, assertion, ts), ts))
+    histories = getattr(graph, "histories", None)
+    if histories is not None:
+        history = histories(symptom, HISTORY_ASPECTS)
+    else:
+        history = {a: graph.aspect_history(symptom, a) for a in HISTORY_ASPECTS}
+    window = Window(_last_good(graph, history, assertion, ts), ts)
+    props = {str(k): str(v) for k, v in (info.get("customProperties") or {}).items()}
+    return Opened(Trigger(symptom, check, window), facts, history, props)
 
 
-def _last_good(graph: MetadataGraph, symptom: str, assertion: str, ts: int) -> int:
+def _last_good(
+    graph: MetadataGraph, history: dict[str, list[AspectVersion]], assertion: str, ts: int
+) -> int:
     """When the build before the failing one observed the symptom: its profile's stamp, or
     else the last time the failing check passed."""
-    stamps = {p.at_ms for p in profiles_of(graph.aspect_history(symptom, "datasetProfile"))}
+    stamps = {p.at_ms for p in profiles_of(history.get("datasetProfile", []))}
     current = [t for t in stamps if t <= ts + GRACE_MS]  # one stamp per build
     if len(current) >= 2:
         return sorted(current)[-2]
@@ -88,10 +107,9 @@ def _last_good(graph: MetadataGraph, symptom: str, assertion: str, ts: int) -> i
     return max(passed, default=0)
 
 
-def recall(graph: MetadataGraph, symptom: str) -> Memory | None:
+def memory_of(facts: dict[str, Any]) -> Memory | None:
     """The root cause an earlier incident on this symptom wrote into its structured props."""
-    props = graph.get_aspects([symptom], ["structuredProperties"]).get(symptom, {})
-    for p in (props.get("structuredProperties") or {}).get("properties", []):
+    for p in (facts.get("structuredProperties") or {}).get("properties", []):
         if p.get("propertyUrn") == MEMORY and p.get("values"):
             text = str(next(iter(p["values"][0].values())))
             cause, _, rest = text.partition("|")

@@ -190,26 +190,6 @@ class LiteGraph:
             )
         return out
 
-    def histories_many(
-        self, urns: Sequence[str], aspects: Sequence[str]
-    ) -> dict[str, dict[str, list[AspectVersion]]]:
-        """``histories`` for many URNs in one statement (one hop of a lineage walk)."""
-        if not urns:
-            return {}
-        rows = self._q(
-            "history",
-            f"SELECT urn, aspect_name, version, createdon, metadata FROM {TABLE} "
-            f"WHERE urn IN ({_marks(urns)}) AND version > 0 "
-            f"AND aspect_name IN ({_marks(aspects)}) ORDER BY urn, version",
-            [*urns, *aspects],
-        )
-        out: dict[str, dict[str, list[AspectVersion]]] = {}
-        for urn, aspect, version, created, metadata in rows:
-            out.setdefault(urn, {}).setdefault(aspect, []).append(
-                AspectVersion(int(version), int(created), orjson.loads(metadata))
-            )
-        return out
-
     # -- search -----------------------------------------------------------------------------
     def search(self, query: SearchQuery) -> list[str]:
         """URNs matching ``query`` in one statement; soft-deleted entities are left out."""

@@ -26,6 +26,7 @@ from upstream_dagster.reliability.health import (
 from upstream_dagster.reliability.investigate import BudgetExhausted, short_name
 
 ColumnEdges = tuple[tuple[tuple[str, str], tuple[str, str]], ...]
+HISTORY_ASPECTS = ["schemaMetadata", "datasetProfile", "siblings"]
 
 
 def profiles_of(versions: Sequence[AspectVersion]) -> tuple[Profile, ...]:
@@ -88,6 +89,7 @@ class GraphProbe:
         budget: int,
         warehouse: Path | None = None,
         lineage_as_of_ms: int | None = None,
+        seed: dict[str, dict[str, list[AspectVersion]]] | None = None,
     ) -> None:
         self.graph, self.window, self.budget = graph, window, budget
         self.warehouse = warehouse
@@ -97,6 +99,7 @@ class GraphProbe:
         self._edges: tuple[dict[str, tuple[str, ...]], ColumnEdges] | None = None
         self._runs: dict[str, int] | None = None
         self.queries: list[tuple[str, str]] = []  # (statement, outcome)
+        self._history: dict[str, dict[str, list[AspectVersion]]] = dict(seed or {})
 
     @property
     def reads(self) -> int:
@@ -161,14 +164,20 @@ class GraphProbe:
             self._runs = runs
         return self._runs
 
+    def history(self, urn: str) -> dict[str, list[AspectVersion]]:
+        """One node's schema, profile and siblings history: one read per node, as DataHub's
+        per-entity timeline and timeseries APIs answer it (cached: a node is read once)."""
+        if urn not in self._history:
+            self._spend()
+            histories = getattr(self.graph, "histories", None)
+            if histories is not None:
+                self._history[urn] = histories(urn, HISTORY_ASPECTS)
+            else:
+                self._history[urn] = {a: self.graph.aspect_history(urn, a) for a in HISTORY_ASPECTS}
+        return self._history[urn]
+
     def observe(self, urns: tuple[str, ...], with_runs: bool = True) -> dict[str, NodeView]:
-        histories = getattr(self.graph, "histories_many", None)
-        self._spend()
-        aspects = ["schemaMetadata", "datasetProfile", "siblings"]
-        if histories is not None:
-            found: dict[str, dict[str, list[AspectVersion]]] = histories(list(urns), aspects)
-        else:  # one history read per node on backends without a batched read
-            found = {u: {a: self.graph.aspect_history(u, a) for a in aspects} for u in urns}
+        found = {u: self.history(u) for u in urns}
         for urn in urns:
             sib = found.get(urn, {}).get("siblings")
             self._note_siblings(urn, sib[-1].value if sib else None)

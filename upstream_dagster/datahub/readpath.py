@@ -151,7 +151,7 @@ def _assertions(
         if not info:
             continue
         custom = info.get("customAssertion") or {}
-        entity = custom.get("entity") or _assertee(info)
+        entity = custom.get("entity") or assertee(info)
         if not entity:
             continue
         run = latest.get(urn)
@@ -178,7 +178,7 @@ def _note(store: dict[str, tuple[int, str]], urn: str, ts: int, source: str) -> 
         store[urn] = (ts, source)
 
 
-def _assertee(info: Json) -> str | None:
+def assertee(info: Json) -> str | None:
     for key in (
         "datasetAssertion",
         "freshnessAssertion",

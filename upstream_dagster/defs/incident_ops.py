@@ -10,7 +10,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from upstream_dagster.datahub.incidents import MEMORY, recall, trigger_for
+from upstream_dagster.datahub.incidents import trigger_for
 from upstream_dagster.reliability.investigate import Investigation, Memory, Trigger, investigate
 from upstream_dagster.reliability.remediation import MACRO_PATH, Remedy, remedy
 from upstream_dagster.settings import Settings
@@ -30,35 +30,20 @@ class Triage:
     dbt_test: str | None  # or the dbt test's unique id
     baseline: float | None  # the check's last passing observation
     reads: int
+    history: dict[str, Any]  # the symptom's schema, profile and siblings history
 
 
 def triage(settings: Settings, spec: EstateSpec, key: str) -> Triage:
     from upstream_dagster.datahub import open_graph
+    from upstream_dagster.datahub.incidents import memory_of
 
     graph = open_graph(settings)
     try:
-        trigger = trigger_for(graph, key)
-        symptom = trigger.symptom
-        # Memory first: one read of the symptom's own aspects holds it, and its owners.
-        facts = graph.get_aspects(
-            [symptom], ["structuredProperties", "ownership", "domains", "glossaryTerms"]
-        ).get(symptom, {})
-        memory = recall(graph, symptom) if _has_memory(facts) else None
-        info = graph.get_aspects([trigger.check.assertion], ["assertionInfo"])
-        props = ((info.get(trigger.check.assertion) or {}).get("assertionInfo") or {}).get(
-            "customProperties"
-        ) or {}
-        passed = [
-            r
-            for r in graph.assertion_runs(None, None, latest_only=False)
-            if r.assertion_urn == trigger.check.assertion
-            and r.result == "SUCCESS"
-            and r.timestamp_ms < trigger.window.symptom_ms
-        ]
-        observed = dict(passed[-1].native).get("observed") if passed else None
+        opened = trigger_for(graph, key)  # memory comes with the symptom's own aspects
         reads = graph.counter.calls
     finally:
         graph.close()
+    facts = opened.facts
     critical_urns = set(to_urns("domains", spec.policies.risk.critical_domains)) | set(
         to_urns("terms", spec.policies.risk.critical_terms)
     )
@@ -68,15 +53,16 @@ def triage(settings: Settings, spec: EstateSpec, key: str) -> Triage:
     modes = _property(facts, "urn:li:structuredProperty:knownFailureModes")
     return Triage(
         key,
-        trigger,
-        memory,
+        opened.trigger,
+        memory_of(facts),
         tuple(o["owner"] for o in (facts.get("ownership") or {}).get("owners", [])),
         tuple(sorted(have & critical_urns)),
         len(modes),
-        props.get("upstream_monitor"),
-        props.get("dbt_unique_id"),
-        float(observed) if observed else None,
+        opened.properties.get("upstream_monitor"),
+        opened.properties.get("dbt_unique_id"),
+        None,
         reads,
+        opened.history,
     )
 
 
@@ -87,15 +73,11 @@ def _property(facts: dict[str, Any], urn: str) -> list[str]:
     return []
 
 
-def _has_memory(facts: dict[str, Any]) -> bool:
-    return bool(_property(facts, MEMORY))
-
-
 @dataclass
 class Gathered:
     investigation: Investigation
     reads: int
-    consumers: tuple[str, ...]
+    consumers: tuple[str, ...] | None
     queries: tuple[tuple[str, str], ...]
 
 
@@ -108,11 +90,16 @@ def gather(settings: Settings, spec: EstateSpec, t: Triage) -> Gathered:
     try:
         w = t.trigger.window
         probe = GraphProbe(
-            graph, w, budgets.datahub_reads - t.reads, settings.warehouse, w.last_good_ms
+            graph,
+            w,
+            budgets.datahub_reads - t.reads,
+            settings.warehouse,
+            w.last_good_ms,
+            seed={t.trigger.symptom: t.history},
         )
         inv = investigate(t.trigger, probe, t.memory, budgets.forensic_queries)
-        consumers: tuple[str, ...] = ()
-        if inv.ranked:
+        consumers: tuple[str, ...] | None = None  # not read on a warm run
+        if inv.ranked and not inv.memory_used:
             consumers = probe.consumers(inv.ranked[0][0].cause)
         return Gathered(inv, graph.counter.calls, consumers, tuple(probe.queries))
     finally:
@@ -174,7 +161,27 @@ def build_remedy(settings: Settings, inv: Investigation) -> Remedy:
     )
 
 
-def recheck(spec: EstateSpec, t: Triage) -> Any:
+def baseline(settings: Settings, t: Triage) -> float | None:
+    """The failing check's last passing observation (what a NULL-share jump is measured from)."""
+    from upstream_dagster.datahub import open_graph
+
+    graph = open_graph(settings)
+    try:
+        runs = graph.assertion_runs([t.trigger.symptom], None, latest_only=False)
+    finally:
+        graph.close()
+    passed = [
+        r
+        for r in runs
+        if r.assertion_urn == t.trigger.check.assertion
+        and r.result == "SUCCESS"
+        and r.timestamp_ms < t.trigger.window.symptom_ms
+    ]
+    observed = dict(passed[-1].native).get("observed") if passed else None
+    return float(observed) if observed else None
+
+
+def recheck(settings: Settings, spec: EstateSpec, t: Triage) -> Any:
     """A function re-running the failing check against a sandbox's warehouse and dbt run."""
     from upstream_dagster import warehouse
     from upstream_dagster.defs.monitors import measure_node
@@ -190,8 +197,9 @@ def recheck(spec: EstateSpec, t: Triage) -> Any:
         monitor = next((m for m in spec.monitors if m.name == t.monitor), None)
         if monitor is None:
             return False, "the failing assertion is neither a dbt test nor an estate.yaml monitor"
+        base = baseline(settings, t) if monitor.rule == "null_rate_jump" else None
         with warehouse.connect(box.warehouse) as con:
-            obs = measure_node(con, monitor, t.trigger.symptom, t.trigger.check.column, t.baseline)
+            obs = measure_node(con, monitor, t.trigger.symptom, t.trigger.check.column, base)
         verdict = judge(monitor.rule, obs, monitor.threshold)
         return verdict.passed, f"{monitor.name} in the sandbox: {verdict.message}"
 
@@ -206,7 +214,7 @@ def simulate_step(
     fix = build_remedy(settings, g.investigation)
     if not g.investigation.ranked:
         return fix, (False, False, "no hypothesis to simulate")
-    sim = simulate(settings, fix, recheck(spec, t))
+    sim = simulate(settings, fix, recheck(settings, spec, t))
     message = sim.message + (f" ({sim.seconds}s)" if sim.ran else "")
     return fix, (sim.ran, sim.passed, message)
 
@@ -223,7 +231,12 @@ def verdict_step(
     confidence = ranked[0][1].confidence if ranked else 0.0
     hops = len(ranked[0][0].path) - 1 if ranked else 0
     risk = incident_risk(
-        list(t.critical), t.remembered, len(g.consumers), hops, fix.action, confidence
+        list(t.critical),
+        t.remembered,
+        None if g.consumers is None else len(g.consumers),
+        hops,
+        fix.action,
+        confidence,
     )
     notes = (inv.budget_note,) if inv.budget_note else ()
     return Verdict(
@@ -244,7 +257,7 @@ def verdict_step(
             ("model_calls", 0, budgets.model_calls),
         ),
         owners=t.owners,
-        consumers=g.consumers,
+        consumers=g.consumers or (),
         memory_used=inv.memory_used,
         notes=notes,
     )

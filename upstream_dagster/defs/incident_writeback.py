@@ -44,6 +44,15 @@ def _check_passes(settings: Settings, v: Verdict) -> tuple[bool, str]:
     )
 
 
+def _blast_radius(graph: Any, v: Verdict) -> tuple[str, ...]:
+    """Dashboards and charts downstream of the cause (a warm run did not read lineage)."""
+    from upstream_dagster.datahub.probe import GraphProbe
+
+    if v.cause is None:
+        return ()
+    return GraphProbe(graph, v.window, budget=10).consumers(v.cause)
+
+
 def write_back(
     context: dg.AssetExecutionContext, settings: Settings, spec: EstateSpec, config: Any, v: Verdict
 ) -> dg.MaterializeResult:
@@ -93,7 +102,8 @@ def write_back(
             minutes = (clock.observed_ms() - v.window.symptom_ms) / 60000
             receipts += scribe.runbook(graph, v)
             receipts += scribe.remember(graph, v, minutes)
-            receipts += scribe.tag_blast_radius(graph, v, v.consumers)
+            impacted = v.consumers or _blast_radius(graph, v)
+            receipts += scribe.tag_blast_radius(graph, v, impacted)
             if policy.reliability.immunize_on_resolve:
                 receipts += scribe.guard_assertions(graph, v)
     finally:

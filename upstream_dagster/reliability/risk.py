@@ -18,7 +18,7 @@ ACTION_WEIGHT = {"patch": 1.0, "reload": 0.5, "rerun": 0.3, "escalate": 0.0, "no
 def incident_risk(
     critical: list[str],
     remembered: int,
-    consumers: int,
+    consumers: int | None,
     hops: int,
     action: str,
     confidence: float,
@@ -40,8 +40,10 @@ def incident_risk(
             Term(
                 "blast_radius",
                 0.15,
-                min(1.0, consumers / 3),
-                f"{consumers} dashboards or charts downstream of the cause",
+                None if consumers is None else min(1.0, consumers / 3),
+                "not read: a warm run does not walk lineage"
+                if consumers is None
+                else f"{consumers} dashboards or charts downstream of the cause",
             ),
             Term("lineage_depth", 0.10, min(1.0, hops / 6), f"{hops} hops cause to symptom"),
             Term("action", 0.20, ACTION_WEIGHT.get(action, 1.0), f"the fix is a {action}"),
