@@ -269,3 +269,12 @@ def test_the_rename_patch_prefers_the_new_name_and_applies_with_git(tmp_path: Pa
     unknown = remedy("rename", {"m.sql": "select 1"}, "a", "b", "ref('x')", ())
     assert unknown.action == "escalate" and "no model" in unknown.reason
     assert remedy("failing_check", {}, None, None, "", ()).action == "none"
+
+
+def test_memory_naming_the_symptom_itself_concludes_on_it() -> None:
+    g = renamed_estate()
+    guard_check = FailingCheck("urn:li:assertion:g1", "schema contract", "acct_status", 2_000)
+    g.views[SRC] = NodeView(SRC, "crm.accounts", (guard_check,), g.views[SRC].schema)
+    inv = investigate(Trigger(SRC, guard_check, W), g, Memory(SRC, "acct_status", "rename"))
+    top, score = inv.ranked[0]
+    assert (top.cause, top.failure_class) == (SRC, "rename") and score.memory == 1.0

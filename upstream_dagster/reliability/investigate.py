@@ -305,8 +305,9 @@ def _recall(inv: Investigation, probe: Probe, memory: Memory) -> bool:
         )
     except BudgetExhausted:
         return False
-    inv.upstream[symptom] = (memory.cause,)
     inv.upstream.setdefault(memory.cause, ())
+    if memory.cause != symptom:  # the guard at a feed fails on the cause itself
+        inv.upstream[symptom] = (memory.cause,)
     runs = (
         tuple(t for u in inv.upstream[memory.cause] if (t := views[u].last_run_ms) is not None)
         if memory.failure_class == "not_rebuilt"
