@@ -31,9 +31,8 @@ def main() -> None:
     from upstream_dagster.evaluation import graded, run_scenario
     from upstream_dagster.reliability.scenario import load_scenario
 
-    print(
-        f"{'scenario':<20} {'occ':>3} {'grade':<10} {'conf':>5} {'reads':>5} {'secs':>5}  conclusion"
-    )
+    header = f"{'scenario':<20} {'occ':>3} {'grade':<10} {'conf':>5} {'reads':>5} {'secs':>5}"
+    print(header + "  conclusion")
     with tempfile.TemporaryDirectory(prefix="upstream-bench-") as tmp:
         for path in paths:
             scenario = load_scenario(path)
