@@ -117,3 +117,35 @@ def test_recurrence_is_recognised_from_memory_with_a_quarter_of_the_reads(
     # the guard left by the first incident now fails one hop from the feed
     feed = [o for o in outcomes if o.occurrence == 2 and o.symptom == cold.cause]
     assert feed and feed[0].verdict.cause == cold.cause
+
+
+def test_a_rename_the_demo_never_ships_is_found_and_patched_all_the_same(
+    estate: settings_mod.Settings, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Another feed, another column, another mart, a monitor written for this test only."""
+    spec = (ROOT / "estate.yaml").read_text() + (
+        "  - name: freight_not_zero\n"
+        "    rule: zero_values\n"
+        "    match:\n"
+        '      - names: ["*shipping_sla"]\n'
+        "    columns: [shipping_cost]\n"
+    )
+    (tmp_path / "estate.yaml").write_text(spec)
+    monkeypatch.setenv("UPSTREAM_ESTATE", str(tmp_path / "estate.yaml"))
+    settings = settings_mod.load()
+    scenario = tmp_path / "carrier_rename.yaml"
+    scenario.write_text(
+        "faults:\n"
+        "  - {kind: rename_column, relation: vendor.shipments, column: shipping_cost, "
+        "to: freight_cost_eur}\n"
+        "expect:\n"
+        "  symptom: marts.agg_shipping_sla\n"
+        "  root_cause: {dataset: vendor.shipments, column: shipping_cost}\n"
+    )
+    case = load_scenario(scenario)
+    outcomes = run_scenario(settings, case, "alice")
+    grades = [graded(case, o) for o in outcomes]
+    assert "correct" in grades and "wrong" not in grades, [o.verdict.headline() for o in outcomes]
+    v = next(o.verdict for o in outcomes if graded(case, o) == "correct")
+    assert "stg_vendor_shipments.sql" in v.remedy.diff and "freight_cost_eur" in v.remedy.diff
+    assert v.simulation[:2] == (True, True)

@@ -76,21 +76,34 @@ def report_monitor(graph: MetadataGraph, r: MonitorReport) -> list[Receipt]:
         native["baseline"] = repr(r.baseline)
     if r.column:
         native["column"] = r.column
+    receipts.append(
+        report_run(graph, urn, r.dataset, r.passed, native, r.at_ms, r.run_id, r.observed)
+    )
+    return receipts
+
+
+def report_run(
+    graph: MetadataGraph,
+    urn: str,
+    dataset: str,
+    passed: bool,
+    native: dict[str, str],
+    at_ms: int,
+    run_id: str,
+    observed: float | None = None,
+) -> Receipt:
+    """One assertionRunEvent, asserted on the dataset (OSS rejects column-level run events)."""
     event: Json = {
-        "timestampMillis": r.at_ms,
-        "runId": r.run_id,
-        "asserteeUrn": r.dataset,
+        "timestampMillis": at_ms,
+        "runId": run_id,
+        "asserteeUrn": dataset,
         "assertionUrn": urn,
         "status": "COMPLETE",
-        "result": {
-            "type": "SUCCESS" if r.passed else "FAILURE",
-            "nativeResults": native,
-        },
+        "result": {"type": "SUCCESS" if passed else "FAILURE", "nativeResults": native},
     }
-    if r.observed is not None:
-        event["result"]["actualAggValue"] = r.observed
-    receipts.append(graph.write_aspect(urn, "assertionRunEvent", event))
-    return receipts
+    if observed is not None:
+        event["result"]["actualAggValue"] = observed
+    return graph.write_aspect(urn, "assertionRunEvent", event)
 
 
 def report_profile(graph: MetadataGraph, urn: str, profile: Json) -> Receipt:
@@ -122,15 +135,7 @@ def report_flaky(graph: MetadataGraph, monitor: str, at_ms: int, run_id: str) ->
             "name a monitor from the monitors block of estate.yaml, after a build ran it",
         )
     urn, dataset = found[0]
-    event: Json = {
-        "timestampMillis": at_ms,
-        "runId": run_id,
-        "asserteeUrn": dataset,
-        "assertionUrn": urn,
-        "status": "COMPLETE",
-        "result": {"type": "FAILURE", "nativeResults": {"message": "check timed out"}},
-    }
-    graph.write_aspect(urn, "assertionRunEvent", event)
+    report_run(graph, urn, dataset, False, {"message": "check timed out"}, at_ms, run_id)
     return [urn]
 
 
@@ -167,17 +172,3 @@ def guard_assertions(graph: MetadataGraph) -> list[tuple[str, str, str, str]]:
         if entity and props.get("upstream_guard") and props.get("column"):
             out.append((urn, str(entity), str(props["upstream_guard"]), str(props["column"])))
     return out
-
-
-def report_guard(
-    graph: MetadataGraph, urn: str, dataset: str, ok: bool, message: str, at_ms: int, run_id: str
-) -> Receipt:
-    event: Json = {
-        "timestampMillis": at_ms,
-        "runId": run_id,
-        "asserteeUrn": dataset,
-        "assertionUrn": urn,
-        "status": "COMPLETE",
-        "result": {"type": "SUCCESS" if ok else "FAILURE", "nativeResults": {"message": message}},
-    }
-    return graph.write_aspect(urn, "assertionRunEvent", event)

@@ -8,6 +8,7 @@ from typing import Any
 import dagster as dg
 
 from upstream_dagster import clock, gate
+from upstream_dagster.defs.coverage import AUTO_REVIEWER
 from upstream_dagster.errors import UpstreamError
 from upstream_dagster.reliability.verdict import Verdict
 from upstream_dagster.settings import Settings
@@ -67,8 +68,14 @@ def write_back(
         f"digest {config.verdict_digest} is not the verdict's ({v.digest})",
         "copy the digest from the latest incident_verdict materialization of this partition",
     )
+    automatic = config.reviewer == AUTO_REVIEWER
     _refuse_unless(
-        config.reviewer in policy.approvers,
+        not automatic or policy.actuation == "auto",
+        f"an automatic launch, but estate.yaml's policy is {policy.actuation!r}",
+        "a person on the approvers list approves it",
+    )
+    _refuse_unless(
+        automatic or config.reviewer in policy.approvers,
         f"{config.reviewer!r} is not an approver in estate.yaml",
         f"approvers are: {', '.join(policy.approvers) or 'nobody'}",
     )
@@ -79,6 +86,12 @@ def write_back(
     )
     if policy.actuation == "dry-run":
         return dg.MaterializeResult(metadata={"result": "policy is dry-run: nothing applied"})
+    _refuse_unless(
+        not automatic or v.risk.score <= policy.max_auto_risk,
+        f"risk {v.risk.score:.2f} is above max_auto_risk {policy.max_auto_risk}: "
+        "an automatic launch may not apply it",
+        "a person on the approvers list approves it: " + v.risk.explain(),
+    )
     gate.claim(settings.state_dir, f"incident-{v.digest}", context.run.run_id, config.reviewer)
     started = clock.observed_ms()
     applied = "nothing to apply"
@@ -102,7 +115,9 @@ def write_back(
             minutes = (clock.observed_ms() - v.window.symptom_ms) / 60000
             receipts += scribe.runbook(graph, v)
             receipts += scribe.remember(graph, v, minutes)
-            impacted = v.consumers or _blast_radius(graph, v)
+            # the datasets between cause and symptom, the symptom, and the dashboards beyond
+            path = v.ranked[0][0].path[1:] if v.ranked else ()
+            impacted = (*path, *(v.consumers or _blast_radius(graph, v)))
             receipts += scribe.tag_blast_radius(graph, v, impacted)
             if policy.reliability.immunize_on_resolve:
                 receipts += scribe.guard_assertions(graph, v)

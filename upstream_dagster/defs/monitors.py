@@ -252,7 +252,7 @@ def profiles_asset(settings: Settings, nodes: list[Node], deps: list[Any]) -> dg
 def run_guards(graph: Any, settings: Settings, at: int, run_id: str) -> list[tuple[str, bool]]:
     """Evaluate the guard assertions incidents left at ingestion boundaries (schema contract:
     the column exists; not_null: it holds no NULL) and report each into DataHub."""
-    from upstream_dagster.datahub.signals import guard_assertions, report_guard
+    from upstream_dagster.datahub.signals import guard_assertions, report_run
     from upstream_dagster.reliability.investigate import relation_of
 
     out = []
@@ -266,6 +266,6 @@ def run_guards(graph: Any, settings: Settings, at: int, run_id: str) -> list[tup
             else:
                 share = warehouse.null_share(con, relation_of(dataset), column)
                 ok, message = share == 0, f"{column} is {share:.0%} NULL"
-            report_guard(graph, urn, dataset, ok, message, at, run_id)
+            report_run(graph, urn, dataset, ok, {"message": message}, at, run_id)
             out.append((urn, ok))
     return out

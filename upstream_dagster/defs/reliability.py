@@ -131,6 +131,7 @@ def reliability_defs(settings: Settings) -> tuple[list[Any], Any]:
         "would settle it. Raises the incident in DataHub with the RCA as its description.",
     )
     def incident_verdict(
+        context: dg.AssetExecutionContext,
         incident_triage: ops.Triage,
         incident_evidence: ops.Gathered,
         incident_simulation: tuple[Any, tuple[bool, bool, str]],
@@ -140,6 +141,7 @@ def reliability_defs(settings: Settings) -> tuple[list[Any], Any]:
 
         fix, sim = incident_simulation
         v = ops.verdict_step(_spec(settings), incident_triage, incident_evidence, fix, sim)
+        context.log.info(f"{v.headline()}; notified: {', '.join(v.owners) or 'no owner'}")
         graph = open_graph(settings)
         try:
             receipt = raise_incident(graph, v)

@@ -133,6 +133,8 @@ def rca_markdown(v: Verdict) -> str:
                 lines.append(f"- {e.claim} [E{i}]")
         lines += ["", f"Confidence: {s.explain()}"]
     lines += ["", f"Risk: {v.risk.explain()}", ""]
+    lines.append(f"Notified: {', '.join(v.owners) or 'no owner of the symptom in DataHub'}")
+    lines.append("")
     lines.append(f"Remedy ({v.remedy.action}): {v.remedy.summary}")
     if v.remedy.reason:
         lines.append(f"No patch: {v.remedy.reason}")
