@@ -46,6 +46,7 @@ def test_vendor_drift_from_sensor_to_resolved_incident(estate: settings_mod.Sett
     from upstream_dagster.datahub import open_graph
     from upstream_dagster.datahub.scribe import incident_urn
     from upstream_dagster.definitions import build
+    from upstream_dagster.defs.reliability import waiting_incidents
     from upstream_dagster.runtime import dagster_instance
 
     break_estate(estate, load_scenario(ROOT / "scenarios/vendor_drift.yaml"))
@@ -73,9 +74,12 @@ def test_vendor_drift_from_sensor_to_resolved_incident(estate: settings_mod.Sett
         "upstream_renamed_column"
     ) == 0
 
+    waiting = waiting_incidents(instance, estate)  # the one approval queue lists it
+    assert any(outcome.key in line and v.digest in line for line in waiting), waiting
     with pytest.raises(UpstreamError, match="not an approver"):
         approve(estate, outcome, "mallory")
     done = approve(estate, outcome, "alice")
+    assert not any(outcome.key in line for line in waiting_incidents(instance, estate))
     meta = done.asset_materializations_for_node("incident_writeback")[0].metadata
     assert meta["resolved"].value is True, meta["check_after_fix"].value
     with pytest.raises(UpstreamError, match="already written"):

@@ -183,11 +183,23 @@ def plan() -> None:
 @app.command()
 def queue() -> None:
     """Print everything waiting on a person (one queue for every controller)."""
-    meta = _latest_metadata(settings_mod.load(), "approval_queue")
-    if not meta:
-        out.print("Nothing planned yet: run `upstream plan` (or the score job) first.")
-        return
-    out.print(str(meta["queue"]), markup=False, highlight=False)
+    from upstream_dagster.defs.reliability import waiting_incidents
+    from upstream_dagster.runtime import dagster_instance
+
+    settings = settings_mod.load()
+    meta = _latest_metadata(settings, "approval_queue")
+    incidents = waiting_incidents(dagster_instance(settings), settings)
+    if meta:
+        text = str(meta["queue"])
+        coverage = [line for line in text.splitlines() if line.startswith("- coverage")]
+        for line in coverage:
+            out.print(line, markup=False, highlight=False)
+    else:
+        out.print("No coverage batch planned yet: run `upstream plan` (or the score job).")
+    for line in incidents:
+        out.print(f"- {line}", markup=False, highlight=False)
+    if not incidents:
+        out.print("No incident fix is waiting for approval.")
 
 
 @app.command("break")
