@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import subprocess
 import sys
 import warnings
@@ -61,14 +63,17 @@ def run_job(
     job = build(settings).resolve_job_def(job_name)
     # The CLI shows warnings only; the full log is in the Dagster UI for every run.
     config = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}, **(run_config or {})}
-    result = job.execute_in_process(
-        instance=instance,
-        raise_on_error=False,
-        run_config=config,
-        tags=tags,
-        asset_selection=selection,
-        partition_key=partition,
-    )
+    # dagster-dbt echoes every dbt log line to stdout; a command prints its own summary, and
+    # the full log stays in the run's event log (the Dagster UI).
+    with contextlib.redirect_stdout(io.StringIO()):
+        result = job.execute_in_process(
+            instance=instance,
+            raise_on_error=False,
+            run_config=config,
+            tags=tags,
+            asset_selection=selection,
+            partition_key=partition,
+        )
     if not result.success:
         raise UpstreamError(
             f"the Dagster job {job_name} failed ({failure_message(result)})",
