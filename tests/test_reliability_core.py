@@ -278,3 +278,24 @@ def test_memory_naming_the_symptom_itself_concludes_on_it() -> None:
     inv = investigate(Trigger(SRC, guard_check, W), g, Memory(SRC, "acct_status", "rename"))
     top, score = inv.ranked[0]
     assert (top.cause, top.failure_class) == (SRC, "rename") and score.memory == 1.0
+
+
+def test_losing_rows_is_named_a_volume_drop_even_when_the_newest_row_went_too() -> None:
+    check = FailingCheck("urn:li:assertion:t1", "relationships", "account_id", 2_000)
+    ts = "2026-11-28 10:00:00"
+    gone = (
+        Profile(900, 1000, (("created_at", ColumnProfile(0.0, None, ts)),)),
+        Profile(1_500, 200, (("created_at", ColumnProfile(0.0, None, "2026-11-27 09:00:00")),)),
+    )
+    g = Graph(
+        views={
+            STG: NodeView(STG, "stg.accounts", (check,)),
+            SRC: NodeView(SRC, "crm.accounts", profiles=gone),
+        },
+        ups={STG: (SRC,)},
+        columns=(((SRC, "account_id"), (STG, "account_id")),),
+    )
+    inv = investigate(Trigger(STG, check, W), g)
+    top, score = inv.ranked[0]
+    assert (top.cause, top.failure_class) == (SRC, "volume_drop")
+    assert score.support == 1.0  # a relation-level failure needs no column lineage

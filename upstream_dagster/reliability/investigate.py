@@ -28,14 +28,16 @@ PRIORITY = (
     "column_removed",
     "type_change",
     "not_rebuilt",
-    "stale",
-    "volume_drop",
+    "volume_drop",  # before stale: losing rows also moves the newest timestamp back
     "volume_jump",
+    "stale",
     "null_jump",
     "value_shift",
     "failing_check",
 )
 DATA_CLASSES = set(PRIORITY) - {"failing_check"}
+# Failures of one column's values: column lineage must connect them to the symptom's column.
+COLUMN_CLASSES = {"rename", "column_removed", "type_change", "null_jump", "value_shift"}
 
 
 class BudgetExhausted(Exception):
@@ -261,7 +263,7 @@ def score(inv: Investigation, hyp: Hypothesis, feeds_known: bool, simulation: fl
         on_path = [n for n in on_path if n in inv.day_profiled or inv.findings[n]]
     support = sum(1 for n in on_path if inv.findings[n]) / max(len(on_path), 1)
     column_cited = any(inv.ledger[i].kind == "lineage" and inv.ledger[i].column for i in hyp.cites)
-    if feeds_known and hyp.column and not column_cited:
+    if feeds_known and hyp.column and not column_cited and hyp.failure_class in COLUMN_CLASSES:
         support *= 0.5  # the column lineage does not connect this column to the symptom
     cause_times = [
         f.at_ms for f in inv.findings.get(hyp.cause, []) if f.failure_class == hyp.failure_class
