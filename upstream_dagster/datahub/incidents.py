@@ -55,7 +55,7 @@ FACTS = ["siblings", "structuredProperties", "ownership", "domains", "glossaryTe
 def trigger_for(graph: MetadataGraph, key: str) -> Opened:
     """Three reads: the assertion, the symptom's aspects (memory among them), its history."""
     from upstream_dagster.datahub.probe import HISTORY_ASPECTS
-    from upstream_dagster.datahub.readpath import assertee
+    from upstream_dagster.datahub.readpath import assertee, assertion_label
 
     assertion, ts = parse_key(key)
     info = graph.get_aspects([assertion], ["assertionInfo"]).get(assertion, {})
@@ -76,7 +76,7 @@ def trigger_for(graph: MetadataGraph, key: str) -> Opened:
     field = custom.get("field")
     check = FailingCheck(
         assertion,
-        str(info.get("description") or custom.get("type") or "")[:160],
+        assertion_label(info),
         field_path(field) if field else None,
         ts,
     )

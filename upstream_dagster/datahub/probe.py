@@ -14,6 +14,7 @@ from typing import Any
 from upstream_dagster.datahub.edges import field_dataset, field_path
 from upstream_dagster.datahub.model import AspectVersion, Json
 from upstream_dagster.datahub.protocol import MetadataGraph
+from upstream_dagster.datahub.readpath import assertion_label
 from upstream_dagster.datahub.timeline import derive
 from upstream_dagster.reliability.health import (
     ColumnProfile,
@@ -209,7 +210,7 @@ class GraphProbe:
                 checks.append(
                     FailingCheck(
                         r.assertion_urn,
-                        str(info.get("description") or "")[:160],
+                        assertion_label(info),
                         field_path(field) if field else native.get("column"),
                         r.timestamp_ms,
                         native.get("message", ""),

@@ -178,6 +178,17 @@ def _note(store: dict[str, tuple[int, str]], urn: str, ts: int, source: str) -> 
         store[urn] = (ts, source)
 
 
+def assertion_label(info: Json) -> str:
+    """What a person calls an assertion: its description, else the dbt test's name."""
+    unique_id = str((info.get("customProperties") or {}).get("dbt_unique_id", ""))
+    if info.get("description"):
+        return str(info["description"])[:160]
+    if unique_id.startswith(("test.", "source.")):
+        kind = "dbt test" if unique_id.startswith("test.") else "dbt source freshness"
+        return f"{kind} {unique_id.split('.')[2] if unique_id.count('.') >= 2 else unique_id}"
+    return str((info.get("customAssertion") or {}).get("type") or "assertion")[:160]
+
+
 def assertee(info: Json) -> str | None:
     for key in (
         "datasetAssertion",
