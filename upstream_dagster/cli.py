@@ -270,25 +270,20 @@ def investigate(
 ) -> None:
     """Investigate failing assertions now (what the sensor does), and print each conclusion."""
     from upstream_dagster.datahub import open_graph
-    from upstream_dagster.datahub.incidents import incident_key
+    from upstream_dagster.datahub.incidents import failing_now, incident_key
     from upstream_dagster.runtime import dagster_instance
 
     settings = settings_mod.load()
     graph = open_graph(settings)
     try:
-        failing = [r for r in graph.assertion_runs() if r.result in ("FAILURE", "ERROR")]
+        failing = failing_now(graph, urn)
     finally:
         graph.close()
-    if urn:
-        failing = [r for r in failing if urn in (r.assertion_urn, r.asserted_urn)]
-    first: dict[str, Any] = {}
-    for run in failing:
-        first.setdefault(run.asserted_urn, run)
-    if not first:
+    if not failing:
         out.print("No assertion is failing in DataHub" + (f" for {urn}" if urn else "") + ".")
         return
     instance = dagster_instance(settings)
-    for run in first.values():
+    for run in failing:
         key = incident_key(run)
         instance.add_dynamic_partitions("incidents", [key])
         with out.status(f"investigating {key}..."):

@@ -23,10 +23,6 @@ class Outcome:
     symptom: str
     verdict: Any  # reliability.verdict.Verdict
 
-    @property
-    def correct(self) -> bool | None:
-        return None
-
 
 def _matches(urn: str | None, name: str | None) -> bool:
     return bool(urn and name and name_matches(urn, name))
@@ -52,21 +48,17 @@ def graded(scenario: Scenario, outcome: Outcome) -> str:
 def investigate_failing(settings: Settings) -> list[Outcome]:
     from upstream_dagster.cli import run_job
     from upstream_dagster.datahub import open_graph
-    from upstream_dagster.datahub.incidents import failing_runs, incident_key
+    from upstream_dagster.datahub.incidents import failing_now, incident_key
     from upstream_dagster.runtime import dagster_instance
 
     graph = open_graph(settings)
     try:
-        latest = {r.assertion_urn: r for r in graph.assertion_runs()}
-        runs = [r for r in failing_runs(graph, None) if latest[r.assertion_urn] == r]
+        runs = failing_now(graph)
     finally:
         graph.close()
-    first: dict[str, Any] = {}
-    for run in runs:
-        first.setdefault(run.asserted_urn, run)
     instance = dagster_instance(settings)
     out = []
-    for run in first.values():
+    for run in runs:
         key = incident_key(run)
         instance.add_dynamic_partitions("incidents", [key])
         result = run_job(settings, "reliability", partition=key)

@@ -39,6 +39,18 @@ def failing_runs(graph: MetadataGraph, since_ms: int | None) -> list[AssertionRu
     return [r for r in runs if r.result in ("FAILURE", "ERROR")]
 
 
+def failing_now(graph: MetadataGraph, urn: str | None = None) -> list[AssertionRun]:
+    """The assertions whose latest run fails, one per failing dataset (oldest first);
+    ``urn`` narrows them to one assertion or one dataset."""
+    failing = [r for r in graph.assertion_runs() if r.result in ("FAILURE", "ERROR")]
+    if urn:
+        failing = [r for r in failing if urn in (r.assertion_urn, r.asserted_urn)]
+    first: dict[str, AssertionRun] = {}
+    for run in failing:
+        first.setdefault(run.asserted_urn, run)
+    return list(first.values())
+
+
 @dataclass(frozen=True)
 class Opened:
     """What triage read: the trigger, the symptom's own aspects and its history."""

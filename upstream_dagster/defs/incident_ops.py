@@ -28,7 +28,6 @@ class Triage:
     remembered: int
     monitor: str | None  # the estate.yaml monitor behind the failing assertion
     dbt_test: str | None  # or the dbt test's unique id
-    baseline: float | None  # the check's last passing observation
     reads: int
     history: dict[str, Any]  # the symptom's schema, profile and siblings history
 
@@ -60,7 +59,6 @@ def triage(settings: Settings, spec: EstateSpec, key: str) -> Triage:
         len(modes),
         opened.properties.get("upstream_monitor"),
         opened.properties.get("dbt_unique_id"),
-        None,
         reads,
         opened.history,
     )

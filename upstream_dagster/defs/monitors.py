@@ -146,9 +146,9 @@ def monitor_checks(
                     m, node = by_check[key]
                     cols = tables.get(node.table, [])
                     verdicts: list[tuple[str | None, Judgement]] = []
+                    runs = graph.assertion_runs([node.urn])  # one read for every column
                     for column in m.columns or [None]:
                         urn = monitor_assertion_urn(m.name, node.urn, column)
-                        runs = graph.assertion_runs([node.urn])
                         prev = next(
                             (
                                 dict(r.native).get("observed")
