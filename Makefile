@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed-stamp
 # dbt and dagster must be found on PATH by the code location and the tests.
 export PATH := $(BIN):$(PATH)
 
-.PHONY: install demo test lint bench bench-scale bench-reliability ui showcase clean
+.PHONY: install demo test lint eval bench bench-scale ui showcase clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -33,9 +33,10 @@ lint: install
 bench: install
 	$(BIN)/python -m upstream_dagster.bench.read_path --datasets 10000
 
-## Every scenario on a fresh copy of the built demo estate: conclusions, confidence, reads.
-bench-reliability: install
-	$(BIN)/python -m upstream_dagster.bench.reliability
+## Every case in evals/cases, live on fresh copies of the estate; prints the grid, writes the
+## records to evals/records and the grid to README.md. `upstream eval --help` for the options.
+eval: install
+	$(BIN)/upstream eval --readme
 
 ## Scoring benchmark on generated estates of 10,000 and 100,000 datasets (minutes the first time).
 bench-scale: install

@@ -461,6 +461,53 @@ def load_estate(path: Annotated[Path, typer.Argument(help=DATAPACK_HELP)]) -> No
     _print_summary(settings)
 
 
+@app.command("eval")
+def eval_(
+    cases: Annotated[
+        Path | None,
+        typer.Option(help="A directory of case files (default: evals/cases).", file_okay=False),
+    ] = None,
+    random_: Annotated[
+        int, typer.Option("--random", help="Draw N seeded random faults instead of cases.")
+    ] = 0,
+    seed: Annotated[int, typer.Option(help="The seed of --random's draw.")] = 7,
+    replay: Annotated[
+        bool,
+        typer.Option(
+            "--replay",
+            help="Recompute the verdicts from the recorded reads: no DataHub, no warehouse.",
+        ),
+    ] = False,
+    jobs: Annotated[int, typer.Option(help="Cases run at once, each on its own copy.")] = 2,
+    records: Annotated[
+        Path | None, typer.Option(help="Where records go (default: evals/records).")
+    ] = None,
+    readme: Annotated[
+        bool, typer.Option("--readme", help="Write the grid into README.md as well.")
+    ] = False,
+) -> None:
+    """Grade the reliability controller on cases: live on fresh copies of the estate, or from
+    the recorded reads. Prints the grid; exits 1 when a target is missed."""
+    from upstream_dagster import evalrun
+
+    settings = settings_mod.load()
+    try:
+        missed = evalrun.main(
+            settings,
+            cases or settings.project_root / "evals" / "cases",
+            random_,
+            seed,
+            replay,
+            jobs,
+            records or settings.project_root / "evals" / "records",
+            readme,
+            out,
+        )
+    except UpstreamError as exc:
+        _fail(exc)
+    raise typer.Exit(1 if missed else 0)
+
+
 @app.command()
 def ui(port: Annotated[int, typer.Option(help="Port for the Dagster UI.")] = 3000) -> None:
     """Start the Dagster UI (webserver and daemon) on this code location."""

@@ -1,70 +1,163 @@
-"""Run a scenario the way production would meet it, and grade what the controller concluded.
+"""Run cases the way production would meet them, grade what the controller concluded, and
+replay the conclusions from the recorded reads.
 
-break the estate -> find what fails in DataHub (as the sensor would) -> the reliability job per
-incident -> compare the verdict with the scenario's `expect`. A scenario with two occurrences
-approves the first fix, heals, and breaks again, so the second run starts from memory.
+A case is a scenario file (faults, the trigger, the expected root cause or abstention). Live:
+copy the built estate, break it, find the failing assertion the trigger names in DataHub (as
+the sensor would), launch the reliability job for it, and grade its verdict. A case with a
+recurrence approves the first fix, heals the estate when the same faults come back, and breaks
+it again, so the second run starts from memory. Each case's record keeps every read each
+investigation made; `replay_case` recomputes the verdicts from them with no DataHub, warehouse
+or key.
 """
 
 from __future__ import annotations
 
+import os
+import shutil
+import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from upstream_dagster.reliability.scenario import Scenario
+from upstream_dagster.reliability.grid import Result
+from upstream_dagster.reliability.investigate import relation_of
+from upstream_dagster.reliability.scenario import Scenario, Trigger
 from upstream_dagster.settings import Settings
 from upstream_dagster.spec.urns import name_matches
+
+EVAL_CLOCK = "2026-11-29T06:00:00Z"  # cases run on a pinned clock: the data is the same each run
 
 
 @dataclass(frozen=True)
 class Outcome:
+    """One investigation the reliability job ran."""
+
     scenario: str
     occurrence: int
     key: str
     symptom: str
     verdict: Any  # reliability.verdict.Verdict
+    seconds: float = 0.0
+    record: dict[str, Any] | None = None
 
 
 def _matches(urn: str | None, name: str | None) -> bool:
     return bool(urn and name and name_matches(urn, name))
 
 
+def _describe(urn: str, column: str | None) -> str:
+    return relation_of(urn) + (f".{column}" if column else "")
+
+
+def expected(scenario: Scenario) -> str:
+    cause = scenario.expect.root_cause
+    if scenario.expect.abstain or cause is None:
+        return "abstain"
+    return ".".join(cause.dataset.lower().split(".")[-2:]) + (
+        f".{cause.column.lower()}" if cause.column else ""
+    )
+
+
+def result(scenario: Scenario, occurrence: int, outcome: Outcome | None) -> Result:
+    """Grade one investigation against its case (``None``: no matching check failed)."""
+    if outcome is None:
+        return Result(scenario.name, occurrence, expected(scenario), False, "", False, False,
+                      0.0, 0.0, 0, False, "no matching check failed")  # fmt: skip
+    v = outcome.verdict
+    top = v.ranked[0][0] if v.ranked else None
+    cause = scenario.expect.root_cause
+    right = bool(
+        top is not None
+        and cause is not None
+        and _matches(top.cause, cause.dataset)
+        and (cause.column is None or (top.column or "").lower() == cause.column.lower())
+    )
+    return Result(
+        case=scenario.name,
+        occurrence=occurrence,
+        expected=expected(scenario),
+        fired=True,
+        top=f"{_describe(top.cause, top.column)} ({top.failure_class})" if top else "",
+        top_right=right,
+        concluded=v.concluded,
+        confidence=round(v.confidence, 4),
+        seconds=round(outcome.seconds, 1),
+        reads=v.reads,
+        memory_used=v.memory_used,
+        headline=v.headline(),
+        recalled=bool(top is not None and top.from_memory),
+    )
+
+
 def graded(scenario: Scenario, outcome: Outcome) -> str:
     """'correct', 'wrong', or 'not graded' (an incident on a dataset the case does not name)."""
-    expect, v = scenario.expect, outcome.verdict
-    if expect.abstain:
-        return "correct" if not v.concluded else "wrong"
-    if expect.symptom and not _matches(outcome.symptom, expect.symptom):
+    named = scenario.symptom and not scenario.expect.abstain
+    if named and not _matches(outcome.symptom, scenario.symptom):
         return "not graded"
-    cause = expect.root_cause
-    assert cause is not None
-    ok = (
-        v.concluded
-        and _matches(v.cause, cause.dataset)
-        and (cause.column is None or (v.column or "").lower() == cause.column.lower())
-    )
-    return "correct" if ok else "wrong"
+    return "correct" if result(scenario, 1, outcome).correct else "wrong"
+
+
+# -- live ---------------------------------------------------------------------------------------
+def _fires(trigger: Trigger | None, symptom: str | None, run: Any, info: dict[str, Any]) -> bool:
+    dataset = (trigger.dataset if trigger else None) or symptom
+    if dataset and not _matches(run.asserted_urn, dataset):
+        return False
+    check = trigger.check.lower() if trigger and trigger.check else None
+    if not check:
+        return True
+    from upstream_dagster.datahub.readpath import assertion_label
+
+    props = info.get("customProperties") or {}
+    if str(props.get("upstream_monitor", "")).lower() == check:
+        return True
+    unique_id = str(props.get("dbt_unique_id", "")).lower()
+    return check in unique_id or check in assertion_label(info).lower()
+
+
+def failing_check(settings: Settings, scenario: Scenario) -> Any:
+    """The first failing assertion the case's trigger names (what the sensor would open)."""
+    from upstream_dagster.datahub import open_graph
+
+    graph = open_graph(settings)
+    try:
+        runs = [r for r in graph.assertion_runs() if r.result in ("FAILURE", "ERROR")]
+        infos = graph.get_aspects(sorted({r.assertion_urn for r in runs}), ["assertionInfo"])
+    finally:
+        graph.close()
+    for run in runs:  # oldest first: the check nearest the fault fails first
+        info = infos.get(run.assertion_urn, {}).get("assertionInfo") or {}
+        if _fires(scenario.trigger, scenario.symptom, run, info):
+            return run
+    return None
+
+
+def launch(settings: Settings, key: str) -> Outcome:
+    """Launch the reliability job for one incident key, as the sensor's run request would."""
+    from upstream_dagster import records
+    from upstream_dagster.cli import run_job
+    from upstream_dagster.runtime import dagster_instance
+
+    dagster_instance(settings).add_dynamic_partitions("incidents", [key])
+    started = time.monotonic()
+    result_ = run_job(settings, "reliability", partition=key)
+    seconds = time.monotonic() - started
+    verdict = result_.output_for_node("incident_verdict")
+    record = records.load(records.record_path(settings, key))
+    return Outcome("", 0, key, verdict.symptom, verdict, seconds, record)
 
 
 def investigate_failing(settings: Settings) -> list[Outcome]:
-    from upstream_dagster.cli import run_job
+    """Every assertion failing now (one per dataset), each through the reliability job."""
     from upstream_dagster.datahub import open_graph
     from upstream_dagster.datahub.incidents import failing_now, incident_key
-    from upstream_dagster.runtime import dagster_instance
 
     graph = open_graph(settings)
     try:
         runs = failing_now(graph)
     finally:
         graph.close()
-    instance = dagster_instance(settings)
-    out = []
-    for run in runs:
-        key = incident_key(run)
-        instance.add_dynamic_partitions("incidents", [key])
-        result = run_job(settings, "reliability", partition=key)
-        verdict = result.output_for_node("incident_verdict")
-        out.append(Outcome("", 0, key, verdict.symptom, verdict))
-    return out
+    return [launch(settings, incident_key(run)) for run in runs]
 
 
 def approve(settings: Settings, outcome: Outcome, reviewer: str) -> Any:
@@ -79,23 +172,164 @@ def approve(settings: Settings, outcome: Outcome, reviewer: str) -> Any:
     )
 
 
-def run_scenario(settings: Settings, scenario: Scenario, reviewer: str) -> list[Outcome]:
+def run_case(settings: Settings, scenario: Scenario, reviewer: str) -> list[Outcome | None]:
+    """Every occurrence of a case, live: one outcome each (None when no matching check failed)."""
     from dataclasses import replace
 
+    from upstream_dagster.datahub.incidents import incident_key
     from upstream_dagster.scenarios import break_estate, heal_estate
 
-    outcomes: list[Outcome] = []
-    for occurrence in range(1, scenario.occurrences + 1):
-        if occurrence > 1:
-            heal_estate(settings)
-        break_estate(settings, scenario)
-        found = [
-            replace(o, scenario=scenario.name, occurrence=occurrence)
-            for o in investigate_failing(settings)
-        ]
-        outcomes += found
-        if occurrence < scenario.occurrences:
-            for o in found:
-                if graded(scenario, o) == "correct" and o.verdict.concluded:
-                    approve(settings, o, reviewer)
+    outcomes: list[Outcome | None] = []
+    occurrences = scenario.occurrences
+    for n, occ in enumerate(occurrences, start=1):
+        if n > 1 and occ.faults == occurrences[0].faults:
+            heal_estate(settings)  # the same faults again need a clean estate to break
+        break_estate(settings, occ)
+        run = failing_check(settings, occ)
+        outcome = None
+        if run is not None:
+            outcome = replace(launch(settings, incident_key(run)), scenario=occ.name, occurrence=n)
+            if n < len(occurrences) and outcome.verdict.concluded:
+                approve(settings, outcome, reviewer)  # the resolution before the recurrence
+        outcomes.append(outcome)
     return outcomes
+
+
+def run_scenario(settings: Settings, scenario: Scenario, reviewer: str) -> list[Outcome]:
+    """Every occurrence's graded outcome (the CLI's and the tests' entry)."""
+    return [o for o in run_case(settings, scenario, reviewer) if o is not None]
+
+
+# -- records and replay -------------------------------------------------------------------------
+def case_record(scenario: Scenario, outcomes: list[Outcome | None]) -> dict[str, Any]:
+    return {
+        "case": scenario.name,
+        "occurrences": [
+            {
+                "occurrence": n,
+                "fired": o is not None,
+                "seconds": round(o.seconds, 1) if o else 0,
+                "investigation": o.record if o else None,
+            }
+            for n, o in enumerate(outcomes, start=1)
+        ],
+    }
+
+
+def replay_case(scenario: Scenario, record: dict[str, Any], spec: Any) -> list[Result]:
+    """Recompute each occurrence's verdict from the recorded reads, and grade it."""
+    from upstream_dagster import records
+    from upstream_dagster.errors import UpstreamError
+
+    occurrences = scenario.occurrences
+    if len(record.get("occurrences", [])) != len(occurrences):
+        raise UpstreamError(
+            f"the record of {scenario.name} has {len(record.get('occurrences', []))} "
+            f"occurrence(s), the case {len(occurrences)}",
+            "the case changed since it was recorded: run it live with `upstream eval`",
+        )
+    out = []
+    for n, (occ, rec) in enumerate(zip(occurrences, record["occurrences"], strict=True), 1):
+        if not rec["fired"]:
+            out.append(result(occ, n, None))
+            continue
+        v = records.replay(rec["investigation"], spec)
+        outcome = Outcome(occ.name, n, v.key, v.symptom, v, float(rec["seconds"]))
+        out.append(result(occ, n, outcome))
+    return out
+
+
+# -- the suite, on fresh copies of the built estate ---------------------------------------------
+def _worker(scenario_json: str, base_state: str, work: str) -> tuple[list[dict[str, Any]], Any]:
+    """One case on its own copy of the estate (runs in a worker process)."""
+    from dataclasses import asdict
+
+    from upstream_dagster import settings as settings_mod
+
+    scenario = Scenario.model_validate_json(scenario_json)
+    state = Path(work) / scenario.name
+    shutil.rmtree(state, ignore_errors=True)
+    shutil.copytree(
+        base_state,
+        state,
+        ignore=shutil.ignore_patterns("dagster_home", "sandboxes", "records", "bench"),
+    )
+    os.environ["UPSTREAM_STATE_DIR"] = str(state)
+    os.environ["UPSTREAM_CLOCK"] = os.environ.get("UPSTREAM_CLOCK", EVAL_CLOCK)
+    try:
+        outcomes = run_case(settings_mod.load(), scenario, "alice")
+        results = [result(occ, n, o) for n, (occ, o) in
+                   enumerate(zip(scenario.occurrences, outcomes, strict=True), 1)]  # fmt: skip
+        return [asdict(r) for r in results], case_record(scenario, outcomes)
+    finally:
+        shutil.rmtree(state, ignore_errors=True)
+
+
+def run_suite(
+    cases: list[Scenario],
+    base_state: Path,
+    jobs: int,
+    on_done: Callable[[Scenario, list[Result], dict[str, Any] | None, str], None],
+) -> None:
+    """Run cases on fresh copies of ``base_state``, ``jobs`` at a time, in worker processes."""
+    import multiprocessing
+    import tempfile
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    with tempfile.TemporaryDirectory(prefix="upstream-eval-") as work:
+        ctx = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(max_workers=max(1, jobs), mp_context=ctx) as pool:
+            # Longest first (a recurrence breaks the estate three times), so no worker is left
+            # with a long case at the end while the other idles.
+            ordered = sorted(cases, key=lambda c: -len(c.occurrences))
+            futures = {
+                pool.submit(_worker, c.model_dump_json(), str(base_state), work): c for c in ordered
+            }
+            for future in as_completed(futures):
+                case = futures[future]
+                try:
+                    rows, record = future.result()
+                except Exception as exc:  # noqa: BLE001 - one broken case must not hide the rest
+                    on_done(case, [], None, f"{type(exc).__name__}: {exc}")
+                    continue
+                on_done(case, [Result(**r) for r in rows], record, "")
+
+
+def load_cases(paths: Iterable[Path]) -> list[Scenario]:
+    from upstream_dagster.reliability.scenario import load_scenario
+
+    return [load_scenario(p) for p in paths]
+
+
+def eval_base(settings: Settings) -> Path:
+    """The clean estate every live case copies: built once on the pinned eval clock, in
+    ``.upstream/eval-base`` (the demo's own state is left alone)."""
+    import subprocess
+    import sys
+
+    base = settings.state_dir / "eval-base"
+    stamp = base / "eval-clock"
+    clock = os.environ.get("UPSTREAM_CLOCK", EVAL_CLOCK)
+    if (base / "warehouse.duckdb").exists() and stamp.exists() and stamp.read_text() == clock:
+        return base
+    shutil.rmtree(base, ignore_errors=True)
+    base.mkdir(parents=True)
+    env = {**os.environ, "UPSTREAM_STATE_DIR": str(base), "UPSTREAM_CLOCK": clock}
+    code = (
+        "from upstream_dagster import settings as s\n"
+        "from upstream_dagster.cli import run_job\n"
+        "from upstream_dagster.demo.deploy import deploy_project, prepare_manifest\n"
+        "st = s.load(); deploy_project(st); prepare_manifest(st); run_job(st, 'estate_build')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    if done.returncode != 0:
+        from upstream_dagster.errors import UpstreamError
+
+        tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
+        raise UpstreamError(
+            "building the clean estate for the evaluation failed: " + " | ".join(tail),
+            "run `make demo` to see the build's own error",
+        )
+    shutil.rmtree(base / "dagster_home", ignore_errors=True)
+    stamp.write_text(clock)
+    return base

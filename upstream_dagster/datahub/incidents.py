@@ -92,6 +92,7 @@ def trigger_for(graph: MetadataGraph, key: str) -> Opened:
         field_path(field) if field else None,
         ts,
     )
+    inputs = check_inputs(graph, {**(info.get("datasetAssertion") or {}), **custom}, symptom)
     histories = getattr(graph, "histories", None)
     if histories is not None:
         history = histories(symptom, HISTORY_ASPECTS)
@@ -99,7 +100,28 @@ def trigger_for(graph: MetadataGraph, key: str) -> Opened:
         history = {a: graph.aspect_history(symptom, a) for a in HISTORY_ASPECTS}
     window = Window(_last_good(graph, history, assertion, ts), ts)
     props = {str(k): str(v) for k, v in (info.get("customProperties") or {}).items()}
-    return Opened(Trigger(symptom, check, window), facts, history, props)
+    return Opened(Trigger(symptom, check, window, inputs), facts, history, props)
+
+
+_REF = re.compile(
+    r"""^\s*(?:ref\(\s*['"]([^'"]+)['"]\s*\)|source\(\s*['"][^'"]+['"]\s*,\s*['"]([^'"]+)['"]\s*\))\s*$"""
+)
+
+
+def check_inputs(graph: MetadataGraph, custom: dict[str, Any], symptom: str) -> tuple[str, ...]:
+    """Datasets a check reads besides its own: the parent of a relationships test, as DataHub's
+    dbt source keeps it (``nativeParameters.to`` = ``ref('x')`` or ``source('s', 'x')``).
+    One search read, only when the check names one."""
+    from upstream_dagster.datahub.model import SearchQuery
+
+    target = str((custom.get("nativeParameters") or {}).get("to") or "")
+    match = _REF.match(target)
+    if not match:
+        return ()
+    name = match.group(1) or match.group(2)
+    platform = symptom.split("dataPlatform:", 1)[-1].split(",", 1)[0]
+    found = graph.search(SearchQuery(platforms=(platform,), names=(name,)))
+    return tuple(u for u in sorted(found) if u != symptom)
 
 
 def _last_good(

@@ -7,8 +7,7 @@ run's read budget. Lineage is read as it stood before the symptom.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from pathlib import Path
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from upstream_dagster.datahub.edges import field_dataset, field_path
@@ -88,12 +87,12 @@ class GraphProbe:
         graph: MetadataGraph,
         window: Window,
         budget: int,
-        warehouse: Path | None = None,
+        forensic: Callable[[str, set[str]], tuple[str | None, list[Any], str]] | None = None,
         lineage_as_of_ms: int | None = None,
         seed: dict[str, dict[str, list[AspectVersion]]] | None = None,
     ) -> None:
         self.graph, self.window, self.budget = graph, window, budget
-        self.warehouse = warehouse
+        self._forensic = forensic
         self.as_of = lineage_as_of_ms
         self._start = graph.counter.calls
         self._twin: dict[str, str] = {}  # secondary -> primary
@@ -229,11 +228,9 @@ class GraphProbe:
         return views
 
     def forensic(self, sql: str, relations: set[str]) -> tuple[str | None, list[Any], str]:
-        if self.warehouse is None:
+        if self._forensic is None:
             return None, [], "no warehouse is configured for forensic queries"
-        from upstream_dagster.warehouse import forensic
-
-        ran, rows, problem = forensic(self.warehouse, sql, relations)
+        ran, rows, problem = self._forensic(sql, relations)
         self.queries.append((ran or sql, problem or f"{len(rows)} rows"))
         return ran, rows, problem
 

@@ -7,7 +7,8 @@ hands plain records to the next.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from typing import Any
 
 from upstream_dagster.datahub.incidents import trigger_for
@@ -30,18 +31,25 @@ class Triage:
     dbt_test: str | None  # or the dbt test's unique id
     reads: int
     history: dict[str, Any]  # the symptom's schema, profile and siblings history
+    record: tuple[dict[str, Any], ...] = ()  # every DataHub read triage made, and its answer
 
 
 def triage(settings: Settings, spec: EstateSpec, key: str) -> Triage:
     from upstream_dagster.datahub import open_graph
-    from upstream_dagster.datahub.incidents import memory_of
+    from upstream_dagster.datahub.recording import RecordingGraph
 
-    graph = open_graph(settings)
+    graph = RecordingGraph(open_graph(settings))
     try:
-        opened = trigger_for(graph, key)  # memory comes with the symptom's own aspects
-        reads = graph.counter.calls
+        return replace(triage_on(graph, spec, key), record=tuple(graph.reads))
     finally:
         graph.close()
+
+
+def triage_on(graph: Any, spec: EstateSpec, key: str) -> Triage:
+    from upstream_dagster.datahub.incidents import memory_of
+
+    opened = trigger_for(graph, key)  # memory comes with the symptom's own aspects
+    reads = graph.counter.calls
     facts = opened.facts
     critical_urns = set(to_urns("domains", spec.policies.risk.critical_domains)) | set(
         to_urns("terms", spec.policies.risk.critical_terms)
@@ -77,31 +85,46 @@ class Gathered:
     reads: int
     consumers: tuple[str, ...] | None
     queries: tuple[tuple[str, str], ...]
+    record: tuple[dict[str, Any], ...] = ()  # every DataHub read the walk made, and its answer
+    forensic: tuple[dict[str, Any], ...] = ()  # every forensic query, and its rows
+
+
+Forensic = Callable[[str, set[str]], tuple[str | None, list[Any], str]]
 
 
 def gather(settings: Settings, spec: EstateSpec, t: Triage) -> Gathered:
+    from upstream_dagster import warehouse
     from upstream_dagster.datahub import open_graph
+    from upstream_dagster.datahub.recording import RecordingGraph
+    from upstream_dagster.records import ForensicRecorder
+
+    graph = RecordingGraph(open_graph(settings))
+    forensic = ForensicRecorder(lambda sql, rel: warehouse.forensic(settings.warehouse, sql, rel))
+    try:
+        g = gather_on(graph, spec, t, forensic)
+    finally:
+        graph.close()
+    return replace(g, record=tuple(graph.reads), forensic=tuple(forensic.entries))
+
+
+def gather_on(graph: Any, spec: EstateSpec, t: Triage, forensic: Forensic) -> Gathered:
     from upstream_dagster.datahub.probe import GraphProbe
 
     budgets = spec.policies.reliability.budgets
-    graph = open_graph(settings)
-    try:
-        w = t.trigger.window
-        probe = GraphProbe(
-            graph,
-            w,
-            budgets.datahub_reads - t.reads,
-            settings.warehouse,
-            w.last_good_ms,
-            seed={t.trigger.symptom: t.history},
-        )
-        inv = investigate(t.trigger, probe, t.memory, budgets.forensic_queries)
-        consumers: tuple[str, ...] | None = None  # not read on a warm run
-        if inv.ranked and not inv.memory_used:
-            consumers = probe.consumers(inv.ranked[0][0].cause)
-        return Gathered(inv, graph.counter.calls, consumers, tuple(probe.queries))
-    finally:
-        graph.close()
+    w = t.trigger.window
+    probe = GraphProbe(
+        graph,
+        w,
+        budgets.datahub_reads - t.reads,
+        forensic,
+        w.last_good_ms,
+        seed={t.trigger.symptom: t.history},
+    )
+    inv = investigate(t.trigger, probe, t.memory, budgets.forensic_queries)
+    consumers: tuple[str, ...] | None = None  # not read on a warm run
+    if inv.ranked and not inv.memory_used:
+        consumers = probe.consumers(inv.ranked[0][0].cause)
+    return Gathered(inv, graph.counter.calls, consumers, tuple(probe.queries))
 
 
 # -- remedy and simulation ----------------------------------------------------------------------

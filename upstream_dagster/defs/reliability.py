@@ -136,11 +136,14 @@ def reliability_defs(settings: Settings) -> tuple[list[Any], Any]:
         incident_evidence: ops.Gathered,
         incident_simulation: tuple[Any, tuple[bool, bool, str]],
     ) -> dg.Output[Verdict]:
+        from upstream_dagster import records
         from upstream_dagster.datahub import open_graph
         from upstream_dagster.datahub.scribe import incident_urn, raise_incident
 
         fix, sim = incident_simulation
         v = ops.verdict_step(_spec(settings), incident_triage, incident_evidence, fix, sim)
+        record = records.record_path(settings, v.key)
+        records.write(record, records.make_record(incident_triage, incident_evidence, fix, sim, v))
         context.log.info(f"{v.headline()}; notified: {', '.join(v.owners) or 'no owner'}")
         graph = open_graph(settings)
         try:
@@ -153,6 +156,7 @@ def reliability_defs(settings: Settings) -> tuple[list[Any], Any]:
                 **verdict_metadata(v),
                 "incident": incident_urn(v.key),
                 "incident_written": receipt.written,
+                "record": dg.MetadataValue.path(str(record)),
                 "approve": "launch incident_writeback_job for this partition with "
                 f"verdict_digest {v.digest}, or `upstream approve --incident {v.key}`",
             },

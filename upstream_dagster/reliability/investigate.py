@@ -71,6 +71,9 @@ class Trigger:
     symptom: str
     check: FailingCheck
     window: Window
+    # Other datasets the failing check reads (a referential-integrity test's parent table):
+    # walked as if they fed the symptom, since the check's failure can start in either.
+    inputs: tuple[str, ...] = ()
 
 
 @dataclass
@@ -149,6 +152,8 @@ def walk(inv: Investigation, probe: Probe, start: Iterable[str]) -> dict[str, No
             nxt: list[str] = []
             for urn in hop:
                 ups = probe.upstreams(urn)
+                if urn == inv.trigger.symptom:
+                    ups = tuple(dict.fromkeys((*ups, *inv.trigger.inputs)))
                 inv.upstream[urn] = ups
                 nxt += [u for u in ups if u not in seen]
             hop = tuple(dict.fromkeys(nxt))

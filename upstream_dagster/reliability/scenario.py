@@ -87,6 +87,25 @@ class Expect(_Strict):
         return self
 
 
+class Trigger(_Strict):
+    """Which failing check opens the incident: the first failing assertion that matches."""
+
+    dataset: str | None = Field(default=None, description="where the check fails, schema.table")
+    check: str | None = Field(
+        default=None,
+        description="an estate.yaml monitor's name, or a dbt test's name (not_null, unique, ...)",
+    )
+
+
+class Occurrence(_Strict):
+    """A later occurrence: what is left out is the first occurrence's."""
+
+    faults: list[Fault] | None = None
+    flaky: list[str] | None = None
+    trigger: Trigger | None = None
+    expect: Expect | None = None
+
+
 class Scenario(_Strict):
     name: str
     description: str = ""
@@ -95,16 +114,48 @@ class Scenario(_Strict):
         default_factory=list,
         description="monitor names whose next check reports a failure with no data change",
     )
-    occurrences: int = Field(
-        default=1, ge=1, le=3, description="2: the fault recurs after the first is resolved"
-    )
+    trigger: Trigger | None = None
     expect: Expect
+    recurrence: Occurrence | None = Field(
+        default=None,
+        description="a second occurrence after the first incident's fix is approved and the "
+        "estate healed: {} repeats the same faults",
+    )
 
     @model_validator(mode="after")
     def _does_something(self) -> Scenario:
-        if not self.faults and not self.flaky:
-            raise ValueError("a scenario needs at least one fault (or a flaky monitor)")
+        for occ in self.occurrences:
+            if not occ.faults and not occ.flaky:
+                raise ValueError("a scenario needs at least one fault (or a flaky monitor)")
         return self
+
+    @property
+    def occurrences(self) -> list[Scenario]:
+        """Each occurrence as a scenario of its own: the first, then the recurrence if any."""
+        first = self.model_copy(update={"recurrence": None})
+        if self.recurrence is None:
+            return [first]
+        r = self.recurrence
+        second = first.model_copy(
+            update={
+                k: v
+                for k, v in (
+                    ("faults", r.faults),
+                    ("flaky", r.flaky),
+                    ("trigger", r.trigger),
+                    ("expect", r.expect),
+                )
+                if v is not None
+            }
+        )
+        return [first, second]
+
+    @property
+    def symptom(self) -> str | None:
+        """The dataset whose failing check is graded."""
+        if self.trigger and self.trigger.dataset:
+            return self.trigger.dataset
+        return self.expect.symptom
 
 
 def load_scenario(path: Path) -> Scenario:

@@ -1,0 +1,180 @@
+"""The evaluation: the committed records replay to the verdicts the live runs reached, with no
+DataHub and no warehouse; a small live subset runs through `upstream eval` on the real parts;
+seeded random faults are drawn from lineage, not from names."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from upstream_dagster import records
+from upstream_dagster import settings as settings_mod
+from upstream_dagster.cli import app
+from upstream_dagster.errors import UpstreamError
+from upstream_dagster.evaluation import EVAL_CLOCK, load_cases, replay_case
+from upstream_dagster.faultgen import Estate, draw, reaches_check, read_estate
+from upstream_dagster.reliability.grid import Grid
+from upstream_dagster.spec import load_estate
+
+ROOT = Path(__file__).resolve().parent.parent
+CASES = sorted((ROOT / "evals/cases").glob("*.yaml"))
+RECORDS = ROOT / "evals/records"
+LIVE_SUBSET = ("flaky_volume_monitor", "vendor_rename")
+
+
+@pytest.fixture
+def no_datahub(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Replay must not open DataHub or the warehouse: both fail loudly if it tries."""
+
+    def refuse(*_: object, **__: object) -> None:
+        raise AssertionError("replay opened DataHub or the warehouse")
+
+    monkeypatch.setattr("upstream_dagster.datahub.open_graph", refuse)
+    monkeypatch.setattr("upstream_dagster.warehouse.connect", refuse)
+    monkeypatch.setenv("UPSTREAM_STATE_DIR", str(tmp_path / "nothing-here"))
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+
+
+def test_the_suite_has_the_cases_the_issue_names() -> None:
+    cases = load_cases(CASES)
+    assert len(cases) >= 14
+    assert sum(c.expect.abstain for c in cases) >= 2
+    assert any(len(c.faults) >= 2 for c in cases)  # two faults, one explains
+    recurring = [c for c in cases if c.recurrence is not None]
+    assert any(c.recurrence and c.recurrence.faults is None for c in recurring)  # same again
+    assert any(c.recurrence and c.recurrence.faults for c in recurring)  # memory now wrong
+
+
+@pytest.mark.parametrize("path", CASES, ids=lambda p: p.stem)
+def test_each_committed_record_replays_to_the_live_verdict(path: Path, no_datahub: None) -> None:
+    case = load_cases([path])[0]
+    record = records.load(RECORDS / f"{case.name}.json")
+    spec = load_estate(ROOT / "estate.yaml")
+    results = replay_case(case, record, spec)
+    for occ, r in zip(record["occurrences"], results, strict=True):
+        if not occ["fired"]:
+            assert not r.fired
+            continue
+        live = occ["investigation"]["live"]
+        v = records.replay(occ["investigation"], spec)
+        assert records.conclusion(v) == live, case.name
+        assert r.concluded == live["concluded"] and r.confidence == live["confidence"]
+    text = (RECORDS / f"{case.name}.json").read_text()
+    assert not re.search(r'"(time|timestampMillis|created_ms|timestamp_ms)": \d', text)
+
+
+def test_upstream_eval_replay_prints_the_grid_and_the_shipped_suite_meets_its_targets(
+    no_datahub: None,
+) -> None:
+    result = CliRunner().invoke(app, ["eval", "--replay"])
+    assert "root cause at rank 1" in result.output and "confidence separation" in result.output
+    assert "Targets missed: none." in result.output, result.output[-1500:]
+    assert result.exit_code == 0
+
+
+def test_the_recurring_case_replays_warm_on_a_quarter_of_the_cold_reads(no_datahub: None) -> None:
+    spec = load_estate(ROOT / "estate.yaml")
+    for case in load_cases(CASES):
+        if case.recurrence is None:
+            continue
+        cold, warm = replay_case(case, records.load(RECORDS / f"{case.name}.json"), spec)
+        assert cold.correct and warm.correct, (cold.verdict, warm.verdict)
+        assert warm.memory_used
+        if case.recurrence.faults is None:  # the same fault: memory confirmed
+            assert warm.reads * 4 <= cold.reads, (warm.reads, cold.reads)
+
+
+def test_a_record_that_lacks_a_read_says_to_record_again(no_datahub: None) -> None:
+    case = load_cases([ROOT / "evals/cases/vendor_rename.yaml"])[0]
+    record = records.load(RECORDS / "vendor_rename.json")
+    walk = record["occurrences"][0]["investigation"]["reads"]["walk"]
+    walk.pop()  # the last read of the walk is gone
+    with pytest.raises(UpstreamError, match="make the records again"):
+        replay_case(case, record, load_estate(ROOT / "estate.yaml"))
+
+
+def test_a_live_subset_runs_through_upstream_eval_and_its_records_replay(
+    built_estate: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    state = tmp_path / "state"
+    shutil.copytree(
+        built_estate, state / "eval-base", ignore=shutil.ignore_patterns("dagster_home")
+    )
+    (state / "eval-base" / "eval-clock").write_text(EVAL_CLOCK)  # the fixture's clock
+    monkeypatch.setenv("UPSTREAM_STATE_DIR", str(state))
+    monkeypatch.setenv("UPSTREAM_CLOCK", EVAL_CLOCK)
+    cases = tmp_path / "subset"
+    cases.mkdir()
+    for name in LIVE_SUBSET:
+        shutil.copy(ROOT / "evals/cases" / f"{name}.yaml", cases)
+    out = tmp_path / "records"
+    result = CliRunner().invoke(app, ["eval", "--cases", str(cases), "--records", str(out)])
+    assert result.exit_code == 0, result.output[-2000:]
+    assert "2 cases in" in result.output and "Targets missed: none." in result.output
+    written = sorted((out / "subset").glob("*.json"))
+    assert [p.stem for p in written] == sorted(LIVE_SUBSET)
+    again = CliRunner().invoke(
+        app, ["eval", "--cases", str(cases), "--records", str(out), "--replay"]
+    )
+    assert again.exit_code == 0, again.output[-2000:]
+    live_rows = [ln for ln in result.output.splitlines() if ln.startswith("| vendor_rename")]
+    replay_rows = [ln for ln in again.output.splitlines() if ln.startswith("| vendor_rename")]
+    assert live_rows and live_rows == replay_rows
+    assert not (settings_mod.load().state_dir / "warehouse.duckdb").exists()  # copies only
+
+
+def test_random_faults_are_seeded_and_their_expectation_follows_lineage(
+    shared_estate: settings_mod.Settings,
+) -> None:
+    estate = read_estate(shared_estate)
+    first, again, other = draw(estate, 8, 3), draw(estate, 8, 3), draw(estate, 8, 4)
+    assert first == again and first != other
+    for case in first:
+        (fault,) = case.faults
+        assert fault.table in estate.feeds  # a feed: in lineage with no upstream of its own
+        cause = case.expect.root_cause
+        assert case.expect.abstain or (cause and cause.dataset == fault.relation)
+        assert reaches_check(estate, fault.table, fault.column) == (not case.expect.abstain)
+
+
+def test_a_fault_that_reaches_no_checked_column_expects_an_abstention() -> None:
+    estate = Estate(
+        feeds={"raw.a": [("x", "INTEGER"), ("y", "INTEGER")]},
+        downstream={"raw.a": {"mart.b"}},
+        column_downstream={("raw.a", "x"): {("mart.b", "total")}, ("raw.a", "y"): set()},
+        checked={"mart.b"},
+        checked_columns={("mart.b", "total")},
+    )
+    assert reaches_check(estate, "raw.a", "x")
+    assert not reaches_check(estate, "raw.a", "y")  # y feeds nothing a check reads
+    assert reaches_check(estate, "raw.a", None)  # lost rows reach the checked mart
+    drawn = draw(estate, 12, 1)
+    assert {c.expect.abstain for c in drawn} == {True, False}
+
+
+def test_the_grid_names_each_missed_target_and_by_how_much() -> None:
+    from upstream_dagster.reliability.grid import Result
+
+    def r(case: str, expected: str, right: bool, concluded: bool, conf: float) -> Result:
+        top = "x" if conf else ""
+        return Result(case, 1, expected, True, top, right, concluded, conf, 10.0, 20, False, "")
+
+    grid = Grid(
+        (
+            r("a", "raw.a", True, True, 0.9),
+            r("b", "raw.b", False, True, 0.8),  # confident and wrong
+            r("c", "abstain", False, False, 0.2),
+            r("d", "raw.d", True, False, 0.5),  # right, below threshold
+        )
+    )
+    assert grid.rank1 == 2 and grid.confident_wrong == 1 and grid.abstained == 1
+    assert grid.separation == round(0.9 - (0.8 + 0.2 + 0.5) / 3, 3)
+    misses = " ".join(grid.misses())
+    assert "rank 1: 2/3" in misses and "confident wrong conclusions: 1" in misses
+    assert "separation" not in misses  # 0.40 meets its target
+    worse = Grid((*grid.results, r("e", "abstain", False, False, 0.9)))
+    assert "separation 0.150, target >= 0.30 (short by 0.150)" in " ".join(worse.misses())

@@ -1,0 +1,269 @@
+"""Record every read an investigation makes, and serve them back without DataHub.
+
+`RecordingGraph` wraps any `MetadataGraph` and keeps each read with what it returned;
+`ReplayGraph` answers the same reads from such a record, so the investigation's own code runs
+again on exactly what it saw. A read the record does not hold is an error that says so: the
+reasoning changed what it reads, and the record must be made again.
+
+Times are kept relative to the failing event (``"t-3600000"``: an hour before it), so a record
+holds no wall-clock time: `relative_times` and `absolute_times` move every time field by the
+same amount, which keeps every difference and every comparison the reasoning makes.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from upstream_dagster.datahub.model import (
+    AspectVersion,
+    AssertionRun,
+    CallCounter,
+    ColumnEdge,
+    Json,
+    LineageEdge,
+    Receipt,
+    SearchQuery,
+)
+from upstream_dagster.datahub.protocol import MetadataGraph
+from upstream_dagster.errors import UpstreamError
+
+# Keys whose integer value is an epoch-millisecond time, in DataHub's aspects and in the
+# records' own fields. Anything smaller than 1e11 (about 1973) is a duration or a count.
+TIME_KEYS = frozenset(
+    {
+        "time",
+        "timestampMillis",
+        "lastObserved",
+        "lastUpdatedTimestamp",
+        "created_ms",
+        "timestamp_ms",
+        "as_of_ms",
+        "since_ms",
+        "symptom_ms",
+        "last_good_ms",
+    }
+)
+_EPOCH_FLOOR = 10**11
+
+
+def relative_times(value: Any, anchor: int) -> Any:
+    """A copy of a JSON value with every epoch time written as ``"t+N"``/``"t-N"``: N
+    milliseconds after/before ``anchor`` (the failing event)."""
+    if isinstance(value, dict):
+        out = {}
+        for k, v in value.items():
+            if k in TIME_KEYS and type(v) is int and abs(v) >= _EPOCH_FLOOR:
+                out[k] = f"t{v - anchor:+d}"
+            else:
+                out[k] = relative_times(v, anchor)
+        return out
+    if isinstance(value, list):
+        return [relative_times(v, anchor) for v in value]
+    return value
+
+
+def absolute_times(value: Any, anchor: int) -> Any:
+    """The inverse of `relative_times`, placing t = 0 at ``anchor``."""
+    if isinstance(value, dict):
+        out = {}
+        for k, v in value.items():
+            if k in TIME_KEYS and isinstance(v, str) and v[:2] in ("t+", "t-"):
+                out[k] = anchor + int(v[1:])
+            else:
+                out[k] = absolute_times(v, anchor)
+        return out
+    if isinstance(value, list):
+        return [absolute_times(v, anchor) for v in value]
+    return value
+
+
+def _version(v: AspectVersion) -> Json:
+    return {"version": v.version, "created_ms": v.created_ms, "value": v.value}
+
+
+def _edge(e: LineageEdge) -> Json:
+    return {
+        "upstream": e.upstream,
+        "downstream": e.downstream,
+        "via": e.via,
+        "kind": e.kind,
+        "columns": [[c.upstream_field, c.downstream_field] for c in e.columns],
+    }
+
+
+def _run(r: AssertionRun) -> Json:
+    return {
+        "assertion_urn": r.assertion_urn,
+        "asserted_urn": r.asserted_urn,
+        "timestamp_ms": r.timestamp_ms,
+        "result": r.result,
+        "run_id": r.run_id,
+        "native": [list(p) for p in r.native],
+    }
+
+
+ENCODE = {
+    "get_aspects": lambda r: r,
+    "search": list,
+    "lineage_edges": lambda r: [_edge(e) for e in r],
+    "aspect_history": lambda r: [_version(v) for v in r],
+    "histories": lambda r: {a: [_version(v) for v in vs] for a, vs in r.items()},
+    "assertion_runs": lambda r: [_run(x) for x in r],
+}
+DECODE = {
+    "get_aspects": lambda r: r,
+    "search": list,
+    "lineage_edges": lambda r: [
+        LineageEdge(
+            e["upstream"],
+            e["downstream"],
+            e["via"],
+            e["kind"],
+            tuple(ColumnEdge(a, b) for a, b in e["columns"]),
+        )
+        for e in r
+    ],
+    "aspect_history": lambda r: [AspectVersion(**v) for v in r],
+    "histories": lambda r: {a: [AspectVersion(**v) for v in vs] for a, vs in r.items()},
+    "assertion_runs": lambda r: [
+        AssertionRun(**{**x, "native": tuple(tuple(p) for p in x["native"])}) for x in r
+    ],
+}
+
+
+def _key(call: str, args: Json) -> str:
+    return json.dumps([call, args], sort_keys=True)
+
+
+class RecordingGraph:
+    """A `MetadataGraph` that keeps every read it passes on: call, arguments, result and the
+    DataHub calls it cost. Writes pass through and are not recorded."""
+
+    def __init__(self, graph: MetadataGraph) -> None:
+        self.inner = graph
+        self.counter: CallCounter = graph.counter
+        self.reads: list[Json] = []
+        if hasattr(graph, "histories"):
+            self.histories = self._histories
+
+    def _keep(self, call: str, args: Json, fn: Any) -> Any:
+        before = self.counter.calls
+        result = fn()
+        self.reads.append(
+            {
+                "call": call,
+                "args": args,
+                "calls": self.counter.calls - before,
+                "result": ENCODE[call](result),
+            }
+        )
+        return result
+
+    def get_aspects(
+        self, urns: Sequence[str], aspects: Sequence[str]
+    ) -> dict[str, dict[str, Json]]:
+        args = {"urns": list(urns), "aspects": list(aspects)}
+        return self._keep("get_aspects", args, lambda: self.inner.get_aspects(urns, aspects))  # type: ignore[no-any-return]
+
+    def search(self, query: SearchQuery) -> list[str]:
+        args = {k: list(v) if isinstance(v, tuple) else v for k, v in vars(query).items()}
+        return self._keep("search", args, lambda: self.inner.search(query))  # type: ignore[no-any-return]
+
+    def lineage_edges(self, as_of_ms: int | None = None) -> list[LineageEdge]:
+        args = {"as_of_ms": as_of_ms}
+        return self._keep("lineage_edges", args, lambda: self.inner.lineage_edges(as_of_ms))  # type: ignore[no-any-return]
+
+    def aspect_history(self, urn: str, aspect: str) -> list[AspectVersion]:
+        args = {"urn": urn, "aspect": aspect}
+        return self._keep("aspect_history", args, lambda: self.inner.aspect_history(urn, aspect))  # type: ignore[no-any-return]
+
+    def _histories(self, urn: str, aspects: Sequence[str]) -> dict[str, list[AspectVersion]]:
+        args = {"urn": urn, "aspects": list(aspects)}
+        fn = self.inner.histories  # type: ignore[attr-defined]
+        return self._keep("histories", args, lambda: fn(urn, aspects))  # type: ignore[no-any-return]
+
+    def assertion_runs(
+        self,
+        urns: Sequence[str] | None = None,
+        since_ms: int | None = None,
+        latest_only: bool = True,
+    ) -> list[AssertionRun]:
+        args = {
+            "urns": None if urns is None else list(urns),
+            "since_ms": since_ms,
+            "latest_only": latest_only,
+        }
+        return self._keep(  # type: ignore[no-any-return]
+            "assertion_runs", args, lambda: self.inner.assertion_runs(urns, since_ms, latest_only)
+        )
+
+    def write_aspect(self, urn: str, aspect: str, value: Json) -> Receipt:
+        return self.inner.write_aspect(urn, aspect, value)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+class ReplayGraph:
+    """Answers reads from a record, costing what they cost when recorded; writes nothing."""
+
+    def __init__(self, reads: Sequence[Json]) -> None:
+        self.counter = CallCounter()
+        self._answers: dict[str, Json] = {}
+        for read in reads:
+            self._answers.setdefault(_key(read["call"], read["args"]), read)
+        if any(r["call"] == "histories" for r in reads):
+            self.histories = self._histories
+
+    def _answer(self, call: str, args: Json) -> Any:
+        read = self._answers.get(_key(call, args))
+        if read is None:
+            raise UpstreamError(
+                f"the record holds no {call} read for {json.dumps(args, sort_keys=True)[:200]}",
+                "the investigation now reads something it did not when the record was made: "
+                "make the records again with `make eval`",
+            )
+        self.counter.add(call, int(read["calls"]))
+        return DECODE[call](read["result"])
+
+    def get_aspects(
+        self, urns: Sequence[str], aspects: Sequence[str]
+    ) -> dict[str, dict[str, Json]]:
+        return self._answer("get_aspects", {"urns": list(urns), "aspects": list(aspects)})  # type: ignore[no-any-return]
+
+    def search(self, query: SearchQuery) -> list[str]:
+        args = {k: list(v) if isinstance(v, tuple) else v for k, v in vars(query).items()}
+        return self._answer("search", args)  # type: ignore[no-any-return]
+
+    def lineage_edges(self, as_of_ms: int | None = None) -> list[LineageEdge]:
+        return self._answer("lineage_edges", {"as_of_ms": as_of_ms})  # type: ignore[no-any-return]
+
+    def aspect_history(self, urn: str, aspect: str) -> list[AspectVersion]:
+        return self._answer("aspect_history", {"urn": urn, "aspect": aspect})  # type: ignore[no-any-return]
+
+    def _histories(self, urn: str, aspects: Sequence[str]) -> dict[str, list[AspectVersion]]:
+        return self._answer("histories", {"urn": urn, "aspects": list(aspects)})  # type: ignore[no-any-return]
+
+    def assertion_runs(
+        self,
+        urns: Sequence[str] | None = None,
+        since_ms: int | None = None,
+        latest_only: bool = True,
+    ) -> list[AssertionRun]:
+        args = {
+            "urns": None if urns is None else list(urns),
+            "since_ms": since_ms,
+            "latest_only": latest_only,
+        }
+        return self._answer("assertion_runs", args)  # type: ignore[no-any-return]
+
+    def write_aspect(self, urn: str, aspect: str, value: Json) -> Receipt:
+        return Receipt(urn, aspect, False, "a replay writes nothing")
+
+    def close(self) -> None:
+        pass
