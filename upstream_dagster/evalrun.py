@@ -135,6 +135,11 @@ def main(settings: Settings, cases_dir: Path, n: int, seed: int, replay: bool, j
         results = _replay(cases, where, settings, out)
     else:
         results, errors = _live(cases, where, settings, jobs, out)
+        if not n:  # a record whose case is gone would replay a case that no longer exists
+            names = {c.name for c in cases}
+            for stale in where.glob("*.json"):
+                if stale.stem not in names:
+                    stale.unlink()
     lines = table(results)
     out.print("\n".join(lines), markup=False, highlight=False)
     missed = Grid(tuple(results)).misses() + [f"case failed to run: {e}" for e in errors]
