@@ -218,6 +218,27 @@ def test_a_fault_on_a_branch_that_does_not_feed_the_symptom_is_never_blamed() ->
     assert unrelated not in g.asked
 
 
+def test_a_check_that_reads_another_table_walks_that_table_branch_too() -> None:
+    """A referential-integrity test on the mart fails because its parent table lost rows: the
+    parent is on another branch, which lineage alone would never walk."""
+    parent, feed = urn("stg.invoices"), urn("billing.invoices_feed")
+    failing = FailingCheck("urn:li:assertion:rel", "relationships to stg.invoices", "inv_id", 2_000)
+    g = Graph(
+        views={
+            MART: NodeView(MART, "mart.account_health", (failing,)),
+            parent: NodeView(parent, "stg.invoices", profiles=profiles("x", 0, 0, (100, 30))),
+            feed: NodeView(feed, "billing.invoices_feed", profiles=profiles("x", 0, 0, (100, 30))),
+        },
+        ups={MART: (STG,), STG: (SRC,), parent: (feed,)},
+    )
+    alone = investigate(Trigger(MART, failing, W), g)
+    assert alone.ranked == [] and feed not in g.asked
+    inv = investigate(Trigger(MART, failing, W, inputs=(parent,)), g)
+    top = inv.ranked[0][0]
+    assert (top.cause, top.failure_class) == (feed, "volume_drop")
+    assert top.path == (feed, parent, MART)
+
+
 def test_no_hard_artifact_scales_confidence_by_six_tenths() -> None:
     soft = Score(1, 1, 1, 1, 0, 0, 0, hard=False)
     hard = Score(1, 1, 1, 1, 0, 0, 0, hard=True)

@@ -254,8 +254,11 @@ def _worker(scenario_json: str, base_state: str, work: str) -> tuple[list[dict[s
         state,
         ignore=shutil.ignore_patterns("dagster_home", "sandboxes", "records", "bench"),
     )
+    from upstream_dagster.runtime import EPHEMERAL_ENV
+
     os.environ["UPSTREAM_STATE_DIR"] = str(state)
     os.environ["UPSTREAM_CLOCK"] = os.environ.get("UPSTREAM_CLOCK", EVAL_CLOCK)
+    os.environ[EPHEMERAL_ENV] = "1"
     try:
         outcomes = run_case(settings_mod.load(), scenario, "alice")
         results = [result(occ, n, o) for n, (occ, o) in

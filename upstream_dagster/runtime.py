@@ -20,7 +20,19 @@ concurrency:
 """
 
 
+EPHEMERAL_ENV = "UPSTREAM_DAGSTER_EPHEMERAL"
+_ephemeral: dict[str, dg.DagsterInstance] = {}
+
+
 def dagster_instance(settings: Settings) -> dg.DagsterInstance:
+    if os.environ.get(EPHEMERAL_ENV) == "1":
+        # An evaluation case's throwaway copy of the estate: its runs live in memory (one
+        # instance per state folder, for the life of the process), not in a DAGSTER_HOME that
+        # is deleted with the copy. Saves the run storage's commits on every event.
+        key = str(settings.state_dir)
+        if key not in _ephemeral:
+            _ephemeral[key] = dg.DagsterInstance.ephemeral()
+        return _ephemeral[key]
     home = settings.dagster_home
     home.mkdir(parents=True, exist_ok=True)
     config = home / "dagster.yaml"
