@@ -14,7 +14,7 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-compile -e '.[dev]'
 	@# Byte-compile on every core at once (pip compiles one file at a time, and nothing else
 	@# writes bytecode where PYTHONDONTWRITEBYTECODE is set): every later import is faster.
-	$(BIN)/python -m compileall -q -j 0 $(VENV)/lib > /dev/null
+	$(BIN)/python -m compileall -q -j 0 $(VENV)/lib
 	@touch $(STAMP)
 
 install: $(STAMP)
