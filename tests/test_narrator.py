@@ -32,7 +32,9 @@ REPLY = {
 }
 
 
-def recorded_client(status: int = 200) -> tuple[anthropic.Anthropic, list[dict[str, Any]]]:
+def recorded_client(
+    status: int = 200, text: str | None = None
+) -> tuple[anthropic.Anthropic, list[dict[str, Any]]]:
     sent: list[dict[str, Any]] = []
 
     def handler(request: httpx2.Request) -> httpx2.Response:
@@ -45,7 +47,9 @@ def recorded_client(status: int = 200) -> tuple[anthropic.Anthropic, list[dict[s
                     "error": {"type": "api_error", "message": "Internal server error"},
                 },
             )
-        return httpx2.Response(200, json=REPLY)
+        if text is None:
+            return httpx2.Response(200, json=REPLY)
+        return httpx2.Response(200, json={**REPLY, "content": [{"type": "text", "text": text}]})
 
     client = anthropic.Anthropic(
         api_key="recorded",
@@ -113,3 +117,80 @@ def test_narration_changes_what_is_written_but_not_the_batch_digest(
     assert narrated.digest == batch.digest and meta["model_calls"] == 1
     assert p.effective_change().values[0].startswith("Ledger lines")
     assert p.change == batch.proposals[0].change  # the grounded template is what was priced
+
+
+# -- the RCA and the pull request of an incident ---------------------------------------------
+def _verdict() -> Any:
+    """A real verdict: the committed vendor_rename record replayed (no DataHub, no key)."""
+    from pathlib import Path
+
+    from upstream_dagster import records
+    from upstream_dagster.spec import load_estate
+
+    root = Path(__file__).resolve().parent.parent
+    record = records.load(root / "evals/records/vendor_rename.json")
+    return records.replay(
+        record["occurrences"][0]["investigation"], load_estate(root / "estate.yaml")
+    )
+
+
+def test_recorded_exchange_writes_the_rca_summary_and_pull_request_but_decides_nothing() -> None:
+    from upstream_dagster.defs.incident_ops import narrate
+    from upstream_dagster.reliability.verdict import (
+        pull_request_text,
+        rca_markdown,
+        summary_sentences,
+    )
+
+    v = _verdict()
+    facts = summary_sentences(v)
+    cited = facts[1].rsplit(" ", 1)[-1].rstrip(".")  # e.g. [E6][E9]
+    prose = f"The promotions feed renamed its discount column {cited}."
+    client, sent = recorded_client(text=prose)
+    narrated = narrate(v, Narrator(budget=5, client=client))
+    assert narrated.summary == prose and narrated.pull_request == prose
+    assert prose in rca_markdown(narrated) and prose in pull_request_text(narrated)
+    assert "written by the narrator" in rca_markdown(narrated)
+    # the decision, its confidence and what a reviewer approves are untouched
+    assert (narrated.digest, narrated.confidence, narrated.cause) == (
+        v.digest,
+        v.confidence,
+        v.cause,
+    )
+    assert {n: used for n, used, _ in narrated.budgets}["model_calls"] == 2
+    assert facts[0] in sent[0]["messages"][0]["content"]
+    assert "End every sentence with the evidence markers" in sent[0]["system"]
+    assert "The change:" in sent[1]["messages"][0]["content"]
+
+
+@pytest.mark.parametrize(
+    "reply",
+    ["The vendor renamed a column [E99].", "The vendor renamed a column. It matters [E1]."],
+    ids=["cites-evidence-it-was-not-given", "leaves-a-sentence-uncited"],
+)
+def test_recorded_ungrounded_prose_is_refused_and_the_template_kept(reply: str) -> None:
+    from upstream_dagster.defs.incident_ops import narrate
+    from upstream_dagster.reliability.verdict import rca_markdown, summary_sentences
+
+    v = _verdict()
+    client, _ = recorded_client(text=reply)
+    narrated = narrate(v, Narrator(budget=5, client=client))
+    assert narrated.summary == "" and reply not in rca_markdown(narrated)
+    assert " ".join(summary_sentences(v)) in rca_markdown(narrated)
+    assert any("the template is used" in n for n in narrated.notes)
+
+
+def test_without_a_key_the_rca_summary_is_the_cited_template(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from upstream_dagster.reliability.verdict import pull_request_text, summary_sentences
+
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    v = _verdict()
+    assert not Narrator(budget=5).enabled and v.summary == ""
+    sentences = summary_sentences(v)
+    assert all(s.rstrip(".").endswith("]") for s in sentences)  # every sentence cites
+    assert "vendor.discounts.discount_amt shows a renamed column" in sentences[1]
+    text = pull_request_text(v)
+    assert text.startswith("## Fix rename of vendor.discounts.discount_amt")
+    assert "```diff" in text and "upstream_renamed_column" in text

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 from typing import Any
 
 log = logging.getLogger(__name__)
@@ -40,12 +41,12 @@ class Narrator:
             self._client = anthropic.Anthropic()
         return self._client.messages
 
-    def describe(self, asset: str, template: str, sources: tuple[str, ...]) -> str | None:
-        """Prose for ``template``, ending with its sources; None means: use the template."""
+    def _ask(self, subject: str, system: str, content: str, max_tokens: int) -> str | None:
+        """The model's text, or None (and the reason kept) when the template must be used."""
         if not self.enabled:
             return None
         if self.used >= self.budget:
-            self.skipped.append(f"{asset}: model-call budget of {self.budget} used up")
+            self.skipped.append(f"{subject}: model-call budget of {self.budget} used up")
             return None
         import anthropic
 
@@ -53,16 +54,52 @@ class Narrator:
         try:
             reply = self._messages().create(
                 model=os.environ.get(MODEL_ENV, DEFAULT_MODEL),
-                max_tokens=200,
-                system=SYSTEM,
-                messages=[{"role": "user", "content": f"Dataset {asset}.\nFacts: {template}"}],
+                max_tokens=max_tokens,
+                system=system,
+                messages=[{"role": "user", "content": content}],
             )
         except anthropic.APIError as exc:
-            self.skipped.append(f"{asset}: the model API failed ({exc.__class__.__name__})")
-            log.warning("narrator fell back to the template for %s: %s", asset, exc)
+            self.skipped.append(f"{subject}: the model API failed ({exc.__class__.__name__})")
+            log.warning("narrator fell back to the template for %s: %s", subject, exc)
             return None
         text = " ".join(b.text for b in reply.content if getattr(b, "type", "") == "text").strip()
         if not text:
-            self.skipped.append(f"{asset}: the model returned no text")
+            self.skipped.append(f"{subject}: the model returned no text")
             return None
-        return f"{text} (Sources: {'; '.join(sources)}.)"
+        return text
+
+    def describe(self, asset: str, template: str, sources: tuple[str, ...]) -> str | None:
+        """Prose for ``template``, ending with its sources; None means: use the template."""
+        text = self._ask(asset, SYSTEM, f"Dataset {asset}.\nFacts: {template}", 200)
+        return None if text is None else f"{text} (Sources: {'; '.join(sources)}.)"
+
+    def grounded(self, subject: str, system: str, facts: str) -> str | None:
+        """Prose over ``facts`` whose every sentence cites evidence [E<n>] the facts cite, and
+        nothing else; None (the template) when the model's text breaks that rule."""
+        allowed = set(CITE.findall(facts))
+        text = self._ask(subject, system + GROUNDING, facts, 600)
+        if text is None:
+            return None
+        sentences = [x for x in re.split(r"(?<=[.!?])\s+", text) if x.strip()]
+        cited = set(CITE.findall(text))
+        if not cited <= allowed or any(not CITE.search(x) for x in sentences):
+            self.skipped.append(f"{subject}: the model's text cited evidence it was not given "
+                                "or left a sentence uncited; the template is used")  # fmt: skip
+            return None
+        return text
+
+
+CITE = re.compile(r"\[E\d+\]")
+GROUNDING = (
+    " Use only the facts given. End every sentence with the evidence markers, such as [E3], of "
+    "the facts it rests on; never cite a marker the facts do not contain; never add a number, "
+    "a name or a cause that is not in the facts."
+)
+RCA_SYSTEM = (
+    "You write the summary paragraph of a root-cause analysis for a data incident, for the "
+    "on-call engineer: what failed, what caused it and how the cause reached the symptom."
+)
+PR_SYSTEM = (
+    "You write the description of a pull request that fixes a data incident, for the reviewer: "
+    "what the change does and why it is needed."
+)

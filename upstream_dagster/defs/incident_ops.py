@@ -241,7 +241,12 @@ def simulate_step(
 
 
 def verdict_step(
-    spec: EstateSpec, t: Triage, g: Gathered, fix: Remedy, sim: tuple[bool, bool, str]
+    spec: EstateSpec,
+    t: Triage,
+    g: Gathered,
+    fix: Remedy,
+    sim: tuple[bool, bool, str],
+    narrator: Any = None,
 ) -> Any:
     from upstream_dagster.reliability.risk import incident_risk
     from upstream_dagster.reliability.verdict import Verdict, rescore
@@ -260,7 +265,7 @@ def verdict_step(
         confidence,
     )
     notes = (inv.budget_note,) if inv.budget_note else ()
-    return Verdict(
+    v = Verdict(
         key=t.key,
         symptom=t.trigger.symptom,
         check=t.trigger.check,
@@ -280,6 +285,37 @@ def verdict_step(
         owners=t.owners,
         consumers=g.consumers or (),
         memory_used=inv.memory_used,
+        notes=notes,
+    )
+    return narrate(v, narrator) if narrator is not None and narrator.enabled else v
+
+
+def narrate(v: Any, narrator: Any) -> Any:
+    """The narrator's prose for the RCA summary and the pull request, over the template's own
+    cited sentences. It never changes the conclusion, the confidence or the digest."""
+    from dataclasses import replace as copy
+
+    from upstream_dagster.narrator import PR_SYSTEM, RCA_SYSTEM
+    from upstream_dagster.reliability.verdict import summary_sentences
+
+    facts = summary_sentences(v)
+    summary = narrator.grounded(f"RCA of {v.key}", RCA_SYSTEM, " ".join(facts))
+    pull_request = None
+    if v.remedy.diff and v.top is not None:
+        change = f"The change: {v.remedy.summary} {facts[1].rsplit(' ', 1)[-1]}"
+        pull_request = narrator.grounded(
+            f"pull request of {v.key}", PR_SYSTEM, " ".join([*facts, change])
+        )
+    budgets = tuple(
+        (name, narrator.used if name == "model_calls" else used, limit)
+        for name, used, limit in v.budgets
+    )
+    notes = (*v.notes, *(f"narrator: {n}" for n in narrator.skipped))
+    return copy(
+        v,
+        summary=summary or "",
+        pull_request=pull_request or "",
+        budgets=budgets,
         notes=notes,
     )
 

@@ -15,7 +15,7 @@ from pydantic import Field
 
 from upstream_dagster import gate
 from upstream_dagster.defs import incident_ops as ops
-from upstream_dagster.reliability.verdict import Verdict, rca_markdown
+from upstream_dagster.reliability.verdict import Verdict, pull_request_text, rca_markdown
 from upstream_dagster.settings import Settings
 
 GROUP = "reliability"
@@ -50,6 +50,12 @@ def verdict_metadata(v: Verdict) -> dict[str, Any]:
         "hypotheses": len(v.ranked),
         "confidence_arithmetic": top[1].explain() if top else "no hypothesis cites evidence",
         "rca": dg.MetadataValue.md(rca_markdown(v)),
+        "pull_request": dg.MetadataValue.md(pull_request_text(v) or "no patch to propose"),
+        "narrator": (
+            "wrote the RCA summary from the cited evidence"
+            if v.summary
+            else "off: the RCA summary is the template (no ANTHROPIC_API_KEY, or see notes)"
+        ),
         "owners_notified": ", ".join(v.owners) or "no owner in DataHub",
         "blast_radius": ", ".join(v.consumers) or "no dashboard or chart downstream",
     }
@@ -139,9 +145,12 @@ def reliability_defs(settings: Settings) -> tuple[list[Any], Any]:
         from upstream_dagster import records
         from upstream_dagster.datahub import open_graph
         from upstream_dagster.datahub.scribe import incident_urn, raise_incident
+        from upstream_dagster.narrator import Narrator
 
         fix, sim = incident_simulation
-        v = ops.verdict_step(_spec(settings), incident_triage, incident_evidence, fix, sim)
+        spec = _spec(settings)
+        narrator = Narrator(spec.policies.reliability.budgets.model_calls)
+        v = ops.verdict_step(spec, incident_triage, incident_evidence, fix, sim, narrator)
         record = records.record_path(settings, v.key)
         records.write(record, records.make_record(incident_triage, incident_evidence, fix, sim, v))
         context.log.info(f"{v.headline()}; notified: {', '.join(v.owners) or 'no owner'}")

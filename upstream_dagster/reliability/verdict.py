@@ -34,6 +34,8 @@ class Verdict:
     consumers: tuple[str, ...] = ()
     memory_used: bool = False
     notes: tuple[str, ...] = field(default=())
+    summary: str = ""  # the narrator's prose over summary_sentences(); "" = the template
+    pull_request: str = ""  # the narrator's pull-request description; "" = the template
 
     @property
     def top(self) -> tuple[Hypothesis, Score] | None:
@@ -115,8 +117,86 @@ def _cite(ids: tuple[int, ...] | list[int]) -> str:
     return "".join(f"[E{i}]" for i in ids)
 
 
+CLASS_TEXT = {
+    "rename": "a renamed column",
+    "column_removed": "a removed column",
+    "type_change": "a changed column type",
+    "not_rebuilt": "a model the build did not rebuild",
+    "volume_drop": "lost rows",
+    "volume_jump": "extra rows",
+    "stale": "data that stopped arriving",
+    "null_jump": "a jump in NULLs",
+    "value_shift": "shifted values",
+    "failing_check": "a failing check",
+}
+
+
+def summary_sentences(v: Verdict) -> list[str]:
+    """The RCA's summary: each sentence ends with the evidence it rests on. This is the
+    template, and the only facts the narrator may put in other words."""
+    by_index = {e.index: e for e in v.ledger}
+    trigger = [e.index for e in v.ledger if e.kind == "assertion" and e.subject == v.symptom]
+    check = v.check.description or v.check.assertion
+    out = [f"{check} failed on {short_name(v.symptom)} {_cite(trigger[:1])}."]
+    if v.top is None:
+        out[0] = out[0][:-1] + f"; no node upstream of it changed {_cite(trigger[:1])}."
+        return out
+    h, s = v.top
+    own = [i for i in h.cites if by_index[i].subject == h.cause and by_index[i].kind != "lineage"]
+    via = [i for i in h.cites if by_index[i].kind == "lineage"]
+    col = f".{h.column}" if h.column else ""
+    what = CLASS_TEXT.get(h.failure_class, h.failure_class.replace("_", " "))
+    out.append(f"{short_name(h.cause)}{col} shows {what} {_cite(own or list(h.cites))}.")
+    if len(h.path) > 1 and via:
+        out.append(
+            f"Lineage carries it to the symptom: {' -> '.join(short_name(u) for u in h.path)} "
+            f"{_cite(via)}."
+        )
+    verb = "concludes" if v.concluded else "does not conclude"
+    out.append(
+        f"Upstream {verb} at confidence {s.confidence:.2f} against a threshold of "
+        f"{v.min_confidence:.2f} {_cite(own or list(h.cites))}."
+    )
+    return out
+
+
+def pull_request_text(v: Verdict) -> str:
+    """The fix's pull-request text: a title, the why (the narrator's or the template's), the
+    change, how it was verified, and the diff."""
+    if v.top is None or not v.remedy.diff:
+        return ""
+    h = v.top[0]
+    col = f".{h.column}" if h.column else ""
+    why = v.pull_request or " ".join(summary_sentences(v))
+    ran, passed, message = v.simulation
+    checked = (
+        f"rebuilt in a sandbox: {'the failing check passes' if passed else 'the check still fails'}"
+        f" ({message})"
+        if ran
+        else f"not simulated: {message}"
+    )
+    return "\n".join(
+        [
+            f"## Fix {h.failure_class.replace('_', ' ')} of {short_name(h.cause)}{col}",
+            "",
+            why,
+            "",
+            f"Change: {v.remedy.summary} ({', '.join(v.remedy.files) or 'no file'}).",
+            f"Verified: {checked}.",
+            f"Incident: {v.key}; evidence as cited in its root-cause analysis.",
+            "",
+            "```diff",
+            v.remedy.diff.rstrip(),
+            "```",
+        ]
+    )
+
+
 def rca_markdown(v: Verdict) -> str:
     lines = [f"**{v.headline()}**", ""]
+    lines += [v.summary or " ".join(summary_sentences(v)), ""]
+    if v.summary:
+        lines += ["(Summary written by the narrator from the cited evidence.)", ""]
     trigger = next((e for e in v.ledger if e.kind == "assertion" and e.subject == v.symptom), None)
     lines.append(
         f"Symptom: {v.check.description or v.check.assertion} failed on "
