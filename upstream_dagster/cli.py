@@ -486,8 +486,10 @@ def eval_(
         bool, typer.Option("--readme", help="Write the grid into README.md as well.")
     ] = False,
 ) -> None:
-    """Grade the reliability controller on cases: live on fresh copies of the estate, or from
-    the recorded reads. Prints the grid; exits 1 when a target is missed."""
+    """Grade the reliability controller on cases, live or replayed; exits 1 on a missed target.
+
+    Live, each case runs on a fresh copy of the estate; --replay recomputes the verdicts from
+    the recorded reads with no DataHub and no warehouse. Prints the grid."""
     from upstream_dagster import evalrun
 
     settings = settings_mod.load()
