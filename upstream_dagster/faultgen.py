@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from upstream_dagster.datahub.edges import field_dataset, field_path
-from upstream_dagster.reliability.investigate import relation_of
+from upstream_dagster.reliability.investigate import reachable, relation_of
 from upstream_dagster.reliability.scenario import Scenario
 from upstream_dagster.settings import Settings
 
@@ -77,21 +77,11 @@ def read_estate(settings: Settings) -> Estate:
     return Estate(feeds, down, lowered, checked, checked_cols)
 
 
-def _closure(start: Any, edges: dict[Any, set[Any]]) -> set[Any]:
-    seen, stack = set(), [start]
-    while stack:
-        for nxt in edges.get(stack.pop(), ()):
-            if nxt not in seen:
-                seen.add(nxt)
-                stack.append(nxt)
-    return seen
-
-
 def reaches_check(estate: Estate, relation: str, column: str | None) -> bool:
     if column is None:
-        return bool(({relation} | _closure(relation, estate.downstream)) & estate.checked)
+        return bool(({relation} | reachable(relation, estate.downstream)) & estate.checked)
     start = (relation, column.lower())
-    return bool(({start} | _closure(start, estate.column_downstream)) & estate.checked_columns)
+    return bool(({start} | reachable(start, estate.column_downstream)) & estate.checked_columns)
 
 
 def _is_numeric(kind: str) -> bool:

@@ -48,35 +48,32 @@ TIME_KEYS = frozenset(
 _EPOCH_FLOOR = 10**11
 
 
-def relative_times(value: Any, anchor: int) -> Any:
-    """A copy of a JSON value with every epoch time written as ``"t+N"``/``"t-N"``: N
-    milliseconds after/before ``anchor`` (the failing event)."""
+def _map_times(value: Any, fn: Any) -> Any:
+    """A copy of a JSON value with ``fn`` applied to the value of every time field."""
     if isinstance(value, dict):
-        out = {}
-        for k, v in value.items():
-            if k in TIME_KEYS and type(v) is int and abs(v) >= _EPOCH_FLOOR:
-                out[k] = f"t{v - anchor:+d}"
-            else:
-                out[k] = relative_times(v, anchor)
-        return out
+        return {k: fn(v) if k in TIME_KEYS else _map_times(v, fn) for k, v in value.items()}
     if isinstance(value, list):
-        return [relative_times(v, anchor) for v in value]
+        return [_map_times(v, fn) for v in value]
     return value
+
+
+def relative_times(value: Any, anchor: int) -> Any:
+    """Every epoch time written as ``"t+N"``/``"t-N"``: N milliseconds after/before ``anchor``
+    (the failing event). Small integers (unset times, durations) are left alone."""
+
+    def rel(v: Any) -> Any:
+        return f"t{v - anchor:+d}" if type(v) is int and abs(v) >= _EPOCH_FLOOR else v
+
+    return _map_times(value, rel)
 
 
 def absolute_times(value: Any, anchor: int) -> Any:
     """The inverse of `relative_times`, placing t = 0 at ``anchor``."""
-    if isinstance(value, dict):
-        out = {}
-        for k, v in value.items():
-            if k in TIME_KEYS and isinstance(v, str) and v[:2] in ("t+", "t-"):
-                out[k] = anchor + int(v[1:])
-            else:
-                out[k] = absolute_times(v, anchor)
-        return out
-    if isinstance(value, list):
-        return [absolute_times(v, anchor) for v in value]
-    return value
+
+    def back(v: Any) -> Any:
+        return anchor + int(v[1:]) if isinstance(v, str) and v[:2] in ("t+", "t-") else v
+
+    return _map_times(value, back)
 
 
 def _version(v: AspectVersion) -> Json:
@@ -137,52 +134,35 @@ def _key(call: str, args: Json) -> str:
     return json.dumps([call, args], sort_keys=True)
 
 
-class RecordingGraph:
-    """A `MetadataGraph` that keeps every read it passes on: call, arguments, result and the
-    DataHub calls it cost. Writes pass through and are not recorded."""
+class _Reads:
+    """The protocol's reads, each named with its arguments; subclasses decide how it is
+    answered (``live`` calls the real graph)."""
 
-    def __init__(self, graph: MetadataGraph) -> None:
-        self.inner = graph
-        self.counter: CallCounter = graph.counter
-        self.reads: list[Json] = []
-        if hasattr(graph, "histories"):
-            self.histories = self._histories
-
-    def _keep(self, call: str, args: Json, fn: Any) -> Any:
-        before = self.counter.calls
-        result = fn()
-        self.reads.append(
-            {
-                "call": call,
-                "args": args,
-                "calls": self.counter.calls - before,
-                "result": ENCODE[call](result),
-            }
-        )
-        return result
+    def _read(self, call: str, args: Json, live: Any) -> Any:
+        raise NotImplementedError
 
     def get_aspects(
         self, urns: Sequence[str], aspects: Sequence[str]
     ) -> dict[str, dict[str, Json]]:
         args = {"urns": list(urns), "aspects": list(aspects)}
-        return self._keep("get_aspects", args, lambda: self.inner.get_aspects(urns, aspects))  # type: ignore[no-any-return]
+        return self._read("get_aspects", args, lambda g: g.get_aspects(urns, aspects))  # type: ignore[no-any-return]
 
     def search(self, query: SearchQuery) -> list[str]:
         args = {k: list(v) if isinstance(v, tuple) else v for k, v in vars(query).items()}
-        return self._keep("search", args, lambda: self.inner.search(query))  # type: ignore[no-any-return]
+        return self._read("search", args, lambda g: g.search(query))  # type: ignore[no-any-return]
 
     def lineage_edges(self, as_of_ms: int | None = None) -> list[LineageEdge]:
-        args = {"as_of_ms": as_of_ms}
-        return self._keep("lineage_edges", args, lambda: self.inner.lineage_edges(as_of_ms))  # type: ignore[no-any-return]
+        return self._read(
+            "lineage_edges", {"as_of_ms": as_of_ms}, lambda g: g.lineage_edges(as_of_ms)
+        )  # type: ignore[no-any-return]
 
     def aspect_history(self, urn: str, aspect: str) -> list[AspectVersion]:
         args = {"urn": urn, "aspect": aspect}
-        return self._keep("aspect_history", args, lambda: self.inner.aspect_history(urn, aspect))  # type: ignore[no-any-return]
+        return self._read("aspect_history", args, lambda g: g.aspect_history(urn, aspect))  # type: ignore[no-any-return]
 
     def _histories(self, urn: str, aspects: Sequence[str]) -> dict[str, list[AspectVersion]]:
         args = {"urn": urn, "aspects": list(aspects)}
-        fn = self.inner.histories  # type: ignore[attr-defined]
-        return self._keep("histories", args, lambda: fn(urn, aspects))  # type: ignore[no-any-return]
+        return self._read("histories", args, lambda g: g.histories(urn, aspects))  # type: ignore[no-any-return]
 
     def assertion_runs(
         self,
@@ -195,9 +175,34 @@ class RecordingGraph:
             "since_ms": since_ms,
             "latest_only": latest_only,
         }
-        return self._keep(  # type: ignore[no-any-return]
-            "assertion_runs", args, lambda: self.inner.assertion_runs(urns, since_ms, latest_only)
+        return self._read(  # type: ignore[no-any-return]
+            "assertion_runs", args, lambda g: g.assertion_runs(urns, since_ms, latest_only)
         )
+
+
+class RecordingGraph(_Reads):
+    """A `MetadataGraph` that keeps every read it passes on: call, arguments, result and the
+    DataHub calls it cost. Writes pass through and are not recorded."""
+
+    def __init__(self, graph: MetadataGraph) -> None:
+        self.inner = graph
+        self.counter: CallCounter = graph.counter
+        self.reads: list[Json] = []
+        if hasattr(graph, "histories"):
+            self.histories = self._histories
+
+    def _read(self, call: str, args: Json, live: Any) -> Any:
+        before = self.counter.calls
+        result = live(self.inner)
+        self.reads.append(
+            {
+                "call": call,
+                "args": args,
+                "calls": self.counter.calls - before,
+                "result": ENCODE[call](result),
+            }
+        )
+        return result
 
     def write_aspect(self, urn: str, aspect: str, value: Json) -> Receipt:
         return self.inner.write_aspect(urn, aspect, value)
@@ -209,7 +214,7 @@ class RecordingGraph:
         self.inner.close()
 
 
-class ReplayGraph:
+class ReplayGraph(_Reads):
     """Answers reads from a record, costing what they cost when recorded; writes nothing."""
 
     def __init__(self, reads: Sequence[Json]) -> None:
@@ -220,7 +225,7 @@ class ReplayGraph:
         if any(r["call"] == "histories" for r in reads):
             self.histories = self._histories
 
-    def _answer(self, call: str, args: Json) -> Any:
+    def _read(self, call: str, args: Json, live: Any) -> Any:
         read = self._answers.get(_key(call, args))
         if read is None:
             raise UpstreamError(
@@ -230,37 +235,6 @@ class ReplayGraph:
             )
         self.counter.add(call, int(read["calls"]))
         return DECODE[call](read["result"])
-
-    def get_aspects(
-        self, urns: Sequence[str], aspects: Sequence[str]
-    ) -> dict[str, dict[str, Json]]:
-        return self._answer("get_aspects", {"urns": list(urns), "aspects": list(aspects)})  # type: ignore[no-any-return]
-
-    def search(self, query: SearchQuery) -> list[str]:
-        args = {k: list(v) if isinstance(v, tuple) else v for k, v in vars(query).items()}
-        return self._answer("search", args)  # type: ignore[no-any-return]
-
-    def lineage_edges(self, as_of_ms: int | None = None) -> list[LineageEdge]:
-        return self._answer("lineage_edges", {"as_of_ms": as_of_ms})  # type: ignore[no-any-return]
-
-    def aspect_history(self, urn: str, aspect: str) -> list[AspectVersion]:
-        return self._answer("aspect_history", {"urn": urn, "aspect": aspect})  # type: ignore[no-any-return]
-
-    def _histories(self, urn: str, aspects: Sequence[str]) -> dict[str, list[AspectVersion]]:
-        return self._answer("histories", {"urn": urn, "aspects": list(aspects)})  # type: ignore[no-any-return]
-
-    def assertion_runs(
-        self,
-        urns: Sequence[str] | None = None,
-        since_ms: int | None = None,
-        latest_only: bool = True,
-    ) -> list[AssertionRun]:
-        args = {
-            "urns": None if urns is None else list(urns),
-            "since_ms": since_ms,
-            "latest_only": latest_only,
-        }
-        return self._answer("assertion_runs", args)  # type: ignore[no-any-return]
 
     def write_aspect(self, urn: str, aspect: str, value: Json) -> Receipt:
         return Receipt(urn, aspect, False, "a replay writes nothing")

@@ -8,9 +8,9 @@ recording of them), so a recorded investigation replays to the same conclusion.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from upstream_dagster.reliability.evidence import Finding, Hypothesis, Ledger, Score
 from upstream_dagster.reliability.health import (
@@ -21,6 +21,7 @@ from upstream_dagster.reliability.health import (
     not_rebuilt,
 )
 
+T = TypeVar("T")
 MAX_DEPTH = 12
 # Most specific first: the finding that names a node's failure.
 PRIORITY = (
@@ -181,20 +182,25 @@ def _lead(findings: list[Finding]) -> Finding:
     return min(findings, key=lambda f: PRIORITY.index(f.failure_class))
 
 
+def reachable(start: T, nexts: Mapping[T, Iterable[T]]) -> set[T]:
+    """Every node reachable from ``start`` along ``nexts`` (``start`` itself only via a cycle)."""
+    seen: set[T] = set()
+    stack = [start]
+    while stack:
+        for nxt in nexts.get(stack.pop(), ()):
+            if nxt not in seen:
+                seen.add(nxt)
+                stack.append(nxt)
+    return seen
+
+
 def _column_ancestors(
     edges: tuple[tuple[tuple[str, str], tuple[str, str]], ...], target: tuple[str, str]
 ) -> set[tuple[str, str]]:
     ups: dict[tuple[str, str], set[tuple[str, str]]] = {}
     for up, down in edges:
         ups.setdefault(down, set()).add(up)
-    seen: set[tuple[str, str]] = set()
-    stack = [target]
-    while stack:
-        for up in ups.get(stack.pop(), ()):
-            if up not in seen:
-                seen.add(up)
-                stack.append(up)
-    return seen
+    return reachable(target, ups)
 
 
 def roots(inv: Investigation) -> list[str]:
