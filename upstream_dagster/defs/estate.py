@@ -30,7 +30,7 @@ class EstateTranslator(DagsterDbtTranslator):
         return dg.AssetCheckSpec(
             spec.name,
             asset=spec.asset_key,
-            description=spec.description,
+            description=spec.description or test_description(manifest, unique_id),
             additional_deps=[d.asset_key for d in spec.additional_deps],
             metadata=spec.metadata,
             blocking=False,
@@ -41,6 +41,32 @@ class EstateTranslator(DagsterDbtTranslator):
             return "raw_feeds"
         fqn = dbt_resource_props.get("fqn") or []
         return str(fqn[1]) if len(fqn) > 2 else "dbt"
+
+
+TEST_MEANING = {
+    "not_null": "fails when {column} holds a NULL",
+    "unique": "fails when two rows share a {column}",
+    "accepted_values": "fails when {column} holds a value outside {values}",
+    "relationships": "fails when a {column} has no match in {to}",
+}
+
+
+def test_description(manifest: Mapping[str, Any], unique_id: str) -> str:
+    """What a dbt test checks, for a reviewer: from its generic test's name and arguments."""
+    node = (manifest.get("nodes") or {}).get(unique_id) or {}
+    meta = node.get("test_metadata") or {}
+    kwargs = meta.get("kwargs") or {}
+    name = str(meta.get("name") or node.get("name") or unique_id)
+    column = str(kwargs.get("column_name") or node.get("column_name") or "the column")
+    meaning = TEST_MEANING.get(name, "fails when its query returns rows").format(
+        column=column,
+        values=", ".join(map(str, kwargs.get("values") or [])) or "the accepted list",
+        to=str(kwargs.get("to") or "the parent table").replace("ref(", "").strip("()'\""),
+    )
+    return (
+        f"dbt test {name}: {meaning}. Not blocking: a failure still reaches DataHub as a "
+        "failing assertion, which the failing_assertions sensor investigates."
+    )
 
 
 def _source_keys(data: dict[str, Any]) -> dict[dg.AssetKey, str]:
