@@ -85,6 +85,10 @@ def test_vendor_drift_from_sensor_to_resolved_incident(estate: settings_mod.Sett
         assert any(f["fieldPath"] == "discount_amt" for f in fields)
     finally:
         graph.close()
+    from upstream_dagster.cli import run_job
+
+    scored = run_job(estate, "score").asset_materializations_for_node("conformance")[0].metadata
+    assert (scored["incidents_active"].value, scored["incidents_resolved"].value) == (0, 1)
     patched = estate.dbt_project_dir / "models/staging/stg_vendor_discounts.sql"
     assert "upstream_renamed_column" in patched.read_text()  # the deployed copy only
 

@@ -61,6 +61,7 @@ def test_the_dial_reports_per_tier_per_requirement_and_overall(estate: Settings)
     materialized = result.asset_materializations_for_node("conformance")[0].metadata
     assert materialized["overall_percent"].value == dial.overall.percent
     assert materialized["percent tier-1"].value == tiers["tier-1"].percent
+    assert materialized["incidents_active"].value == 0  # plotted beside the dial, nightly
     checks = {e.check_name: e for e in result.get_asset_check_evaluations()}
     assert checks["every_selector_matches"].passed
     violations = result.output_for_node("violations")

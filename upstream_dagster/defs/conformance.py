@@ -117,6 +117,14 @@ def conformance_defs(
         }
         for name, tally in dial.by_tier:
             metadata[f"percent {name}"] = dg.MetadataValue.float(tally.percent)
+        # Incident counts as numbers, so the UI plots them over the nightly runs beside the dial.
+        states = {i.urn: i.state for a in metadata_context.assets for i in a.incidents}
+        metadata["incidents_active"] = dg.MetadataValue.int(
+            sum(1 for st in states.values() if st == "ACTIVE")
+        )
+        metadata["incidents_resolved"] = dg.MetadataValue.int(
+            sum(1 for st in states.values() if st == "RESOLVED")
+        )
         return dg.Output(dial, metadata=metadata)
 
     @dg.asset(
