@@ -193,5 +193,8 @@ def test_the_grid_names_each_missed_target_and_by_how_much() -> None:
     misses = " ".join(grid.misses())
     assert "rank 1: 2/3" in misses and "confident wrong conclusions: 1" in misses
     assert "separation" not in misses  # 0.40 meets its target
+    unseen = Result("g", 1, "raw.g", False, "", False, False, 0.0, 0.0, 0, False, "")
+    gap = Grid((*grid.results, unseen))
+    assert gap.misses() == grid.misses() and "1 fault(s) reached a checked asset" in gap.gaps()
     worse = Grid((*grid.results, r("e", "abstain", False, False, 1.0), r("f", "x.y", 0, 0, 1.0)))
     assert "separation 0.200, target >= 0.30 (short by 0.100)" in " ".join(worse.misses())
