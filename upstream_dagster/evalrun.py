@@ -30,19 +30,12 @@ def _cases(settings: Settings, cases_dir: Path, n: int, seed: int, replay: bool,
                 )
             found = [Scenario.model_validate(records_mod.load(p)["scenario"]) for p in paths]
             return found[:n], where, f"--random {n} --seed {seed}"
+        from dataclasses import replace
+
         from upstream_dagster.faultgen import draw, read_estate
 
-        base = eval_base(settings)
-        import os
-
-        os.environ["UPSTREAM_STATE_DIR"] = str(base)
-        try:
-            from upstream_dagster import settings as settings_mod
-
-            drawn = draw(read_estate(settings_mod.load()), n, seed)
-        finally:
-            os.environ["UPSTREAM_STATE_DIR"] = str(settings.state_dir)
-        return drawn, where, f"--random {n} --seed {seed}"
+        base = replace(settings, state_dir=eval_base(settings))  # draw over the clean estate
+        return draw(read_estate(base), n, seed), where, f"--random {n} --seed {seed}"
     if not cases_dir.is_dir():
         raise UpstreamError(f"{cases_dir} is not a directory", "pass --cases DIR with *.yaml")
     paths = sorted(cases_dir.glob("*.yaml"))

@@ -84,27 +84,24 @@ def reaches_check(estate: Estate, relation: str, column: str | None) -> bool:
     return bool(({start} | reachable(start, estate.column_downstream)) & estate.checked_columns)
 
 
-def _is_numeric(kind: str) -> bool:
-    from upstream_dagster.warehouse import is_numeric
-
-    return is_numeric(kind)
-
-
 def draw(estate: Estate, n: int, seed: int) -> list[Scenario]:
     """``n`` faults, the same ones for the same seed and estate."""
+    from upstream_dagster.warehouse import is_numeric
+
     rng = random.Random(seed)
     feeds = sorted(estate.feeds)
     out = []
     for i in range(1, n + 1):
         relation = rng.choice(feeds)
         columns = [(c, t) for c, t in estate.feeds[relation] if not c.lower().endswith("_id")]
-        numeric = [c for c, t in columns if _is_numeric(t)]
-        kinds = ["null_column", "delete_rows", "duplicate_rows", "stale"]
+        numeric = [c for c, t in columns if is_numeric(t)]
+        kinds = ["null_column"] if columns else []
+        kinds += ["delete_rows", "duplicate_rows", "stale"]
         kinds += ["zero_values", "scale_values"] if numeric else []
         kind = rng.choice(kinds)
         fault: dict[str, Any] = {"kind": kind, "relation": relation}
         if kind == "null_column":
-            fault |= {"column": rng.choice([c for c, _ in columns] or ["_"]), "fraction": 0.6}
+            fault |= {"column": rng.choice([c for c, _ in columns]), "fraction": 0.6}
         elif kind == "zero_values":
             fault |= {"column": rng.choice(numeric)}
         elif kind == "scale_values":

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import asdict
 from typing import Any
 
 from upstream_dagster.datahub.model import (
@@ -76,10 +77,6 @@ def absolute_times(value: Any, anchor: int) -> Any:
     return _map_times(value, back)
 
 
-def _version(v: AspectVersion) -> Json:
-    return {"version": v.version, "created_ms": v.created_ms, "value": v.value}
-
-
 def _edge(e: LineageEdge) -> Json:
     return {
         "upstream": e.upstream,
@@ -90,24 +87,14 @@ def _edge(e: LineageEdge) -> Json:
     }
 
 
-def _run(r: AssertionRun) -> Json:
-    return {
-        "assertion_urn": r.assertion_urn,
-        "asserted_urn": r.asserted_urn,
-        "timestamp_ms": r.timestamp_ms,
-        "result": r.result,
-        "run_id": r.run_id,
-        "native": [list(p) for p in r.native],
-    }
-
-
 ENCODE = {
     "get_aspects": lambda r: r,
     "search": list,
     "lineage_edges": lambda r: [_edge(e) for e in r],
-    "aspect_history": lambda r: [_version(v) for v in r],
-    "histories": lambda r: {a: [_version(v) for v in vs] for a, vs in r.items()},
-    "assertion_runs": lambda r: [_run(x) for x in r],
+    # Plain records: their fields as JSON (tuples become lists when the record is written).
+    "aspect_history": lambda r: [asdict(v) for v in r],
+    "histories": lambda r: {a: [asdict(v) for v in vs] for a, vs in r.items()},
+    "assertion_runs": lambda r: [asdict(x) for x in r],
 }
 DECODE = {
     "get_aspects": lambda r: r,

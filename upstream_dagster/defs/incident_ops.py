@@ -318,11 +318,3 @@ def narrate(v: Any, narrator: Any) -> Any:
         budgets=budgets,
         notes=notes,
     )
-
-
-def diagnose(settings: Settings, spec: EstateSpec, key: str) -> Any:
-    """Every step in one call: what `upstream investigate` and the eval runner use."""
-    t = triage(settings, spec, key)
-    g = gather(settings, spec, t)
-    fix, sim = simulate_step(settings, spec, t, g)
-    return verdict_step(spec, t, g, fix, sim)
