@@ -8,6 +8,7 @@ variables and query where recorded), and the test fails if any exchange is left 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -43,7 +44,7 @@ class Replay(BaseAdapter):
         assert (request.method, url.path) == (want["method"], want["path"]), request.url
         body = json.loads(request.body) if request.body else None
         if "operation" in want:
-            assert f"query {want['operation']}(" in body["query"]
+            assert re.search(rf"(query|mutation)\s+{want['operation']}\s*\(", body["query"])
         if "expect_variables" in want:
             assert body["variables"] == want["expect_variables"]
         if "expect_query" in want:
@@ -170,3 +171,294 @@ def test_recorded_writer_patches_an_owner_without_rewriting_the_others(replay: R
     ops = json.loads(proposal["aspect"]["value"])["patch"]
     assert [op["op"] for op in ops] == ["add"]  # one owner added; ana's entry is never sent
     assert "urn:li:corpuser:ana" not in proposal["aspect"]["value"]
+
+
+# -- writes through DataHub's own GraphQL mutations ---------------------------------------------
+KEY = "urn:li:incident:upstream-0123456789abcdef0123"
+RAW = "urn:li:dataset:(urn:li:dataPlatform:duckdb,acme.raw.rebates,PROD)"
+GUARD = "urn:li:assertion:upstream-guard-00aa11bb22cc33dd"
+SERVER_INCIDENT = "urn:li:incident:7d3c1f0e-51b2-4a57-9d0c-2f4b8e1a6c90"
+
+
+def _incident(kind: str, state: str, stage: str, message: str, **extra: Any) -> dict[str, Any]:
+    return {
+        "type": kind,
+        "title": extra.pop("title", "not_null_fct_ledger_amount failed: NULLs in rebate_amt"),
+        "description": extra.pop("description", "## What failed\nNULLs in rebate_amt [E1]"),
+        "entities": [LEDGER],
+        "priority": extra.pop("priority", 0),
+        "assignees": extra.pop("assignees", [{"actor": "urn:li:corpuser:ana"}]),
+        "status": {"state": state, "stage": stage, "message": message},
+        "source": {"type": "ASSERTION_FAILURE", "sourceUrn": "urn:li:assertion:a1"},
+        "startedAt": 1795990000000,
+        **extra,
+    }
+
+
+def test_recorded_incident_is_raised_through_raise_incident_and_read_back(replay: Replay) -> None:
+    graph = GmsGraph(HOST)
+    replay.load("raise_incident")
+    receipt = graph.write_aspect(
+        KEY, "incidentInfo", _incident("FIELD", "ACTIVE", "INVESTIGATION", "NULLs in rebate_amt")
+    )
+    # The server names the incident; the receipt carries the URN a person can open.
+    assert receipt.written and receipt.urn == SERVER_INCIDENT
+    assert "raised" in receipt.detail and "read back" in receipt.detail
+
+
+def test_recorded_second_write_moves_the_same_incident_with_update_incident_status(
+    replay: Replay,
+) -> None:
+    graph = GmsGraph(HOST)
+    replay.load("resolve_incident")
+    receipt = graph.write_aspect(
+        KEY, "incidentInfo", _incident("FIELD", "RESOLVED", "FIXED", "check passes after the fix")
+    )
+    assert receipt.written and receipt.urn == SERVER_INCIDENT
+    assert "RESOLVED/FIXED" in receipt.detail  # no second incident was raised
+
+
+def test_recorded_custom_incident_names_its_custom_type(replay: Replay) -> None:
+    graph = GmsGraph(HOST)
+    replay.load("raise_custom_incident")
+    info = _incident(
+        "CUSTOM",
+        "ACTIVE",
+        "TRIAGE",
+        "cause not established",
+        title="not_null_fct_ledger_amount failed; cause not established",
+        description="## What failed",
+        priority=1,
+        assignees=[],
+        customType="Upstream: cause not established",
+    )
+    assert graph.write_aspect(KEY, "incidentInfo", info).written
+
+
+def test_recorded_incident_that_does_not_read_back_is_not_reported_written(
+    replay: Replay,
+) -> None:
+    graph = GmsGraph(HOST)
+    replay.load("raise_incident")
+    replay.queue[-1] = dict(replay.queue[-1], response={"data": {"entity": None}})
+    receipt = graph.write_aspect(
+        KEY, "incidentInfo", _incident("FIELD", "ACTIVE", "INVESTIGATION", "NULLs in rebate_amt")
+    )
+    assert not receipt.written and "did not read back" in receipt.detail
+
+
+def test_recorded_guard_is_a_dataset_level_custom_assertion_naming_its_column(
+    replay: Replay,
+) -> None:
+    from upstream_dagster.datahub.model import assertion_properties
+
+    graph = GmsGraph(HOST)
+    replay.load("custom_assertion")
+    info = {
+        "type": "CUSTOM",
+        "customAssertion": {
+            "type": "Upstream guard: not_null",
+            "entity": RAW,
+            "field": f"urn:li:schemaField:({RAW},rebate_amt)",
+            "logic": "not_null(rebate_amt)",
+        },
+        "description": "Upstream guard: not null on rebate_amt",
+        "customProperties": {"upstream_guard": "not_null", "column": "rebate_amt"},
+    }
+    receipt = graph.write_aspect(GUARD, "assertionInfo", info)
+    assert receipt.written and "upserted" in receipt.detail
+    sent = json.loads(replay.sent[1].body or b"{}")["variables"]
+    assert sent["fieldPath"] is None  # dataset-level: OSS rejects column-level run events
+    # Upstream's keys survive the mutation, which keeps no customProperties, inside the logic.
+    assert assertion_properties({"customAssertion": {"logic": sent["logic"]}}) == {
+        "column": "rebate_amt",
+        "upstream_guard": "not_null",
+    }
+
+
+def test_recorded_run_event_is_reported_with_report_assertion_result(replay: Replay) -> None:
+    graph = GmsGraph(HOST)
+    replay.load("assertion_result")
+    event = {
+        "timestampMillis": 1795990600000,
+        "runId": "r9",
+        "asserteeUrn": RAW,
+        "assertionUrn": GUARD,
+        "status": "COMPLETE",
+        "result": {
+            "type": "FAILURE",
+            "nativeResults": {"message": "412 NULLs", "column": "rebate_amt"},
+        },
+    }
+    receipt = graph.write_aspect(GUARD, "assertionRunEvent", event)
+    assert receipt.written and "read back" in receipt.detail
+
+
+def test_recorded_structured_property_is_patched_alone_and_typed_by_its_definition(
+    replay: Replay,
+) -> None:
+    from upstream_dagster.conformance.proposals import Change
+    from upstream_dagster.datahub.writers import write_change
+
+    graph = GmsGraph(HOST)
+    replay.load("structured_patch")
+    change = Change("set_structured_property", ("urn:li:structuredProperty:fragilityScore", "0.40"))
+    ((receipt, before),) = write_change(graph, RAW, change)
+    assert receipt.written, receipt.detail
+    ingest = next(r for r in replay.sent if urlsplit(r.url or "").path == "/aspects")
+    proposal = json.loads(ingest.body or b"{}")["proposal"]
+    assert proposal["changeType"] == "PATCH"
+    ops = json.loads(proposal["aspect"]["value"])["patch"]
+    # one property travels, as a number because its definition says number; the retention
+    # property someone else set and lastRootCause are never sent, so never overwritten
+    assert len(ops) == 1 and ops[0]["op"] == "add"
+    assert ops[0]["value"]["values"] == [{"double": 0.4}]
+    assert "retentionTime" not in proposal["aspect"]["value"]
+
+
+def test_recorded_large_batches_split_into_requests_under_datahubs_limits(
+    replay: Replay,
+) -> None:
+    """450 assertions: one search page, then five run-event requests of at most 100 URNs, each
+    document far under DataHub's complexity, depth and token limits."""
+    from upstream_dagster.datahub import graphql_ops
+
+    graph = GmsGraph(HOST)
+    urns = [f"urn:li:assertion:bulk-{i:03d}" for i in range(450)]
+    replay.queue.append(
+        {
+            "method": "POST",
+            "path": "/api/graphql",
+            "operation": "upstreamSearch",
+            "response": {
+                "data": {
+                    "scrollAcrossEntities": {
+                        "nextScrollId": None,
+                        "count": 450,
+                        "total": 450,
+                        "searchResults": [
+                            {"entity": {"urn": u, "type": "ASSERTION"}} for u in urns
+                        ],
+                    }
+                }
+            },
+        }
+    )
+    for chunk in graphql_ops.chunks(urns):
+        replay.queue.append(
+            {
+                "method": "POST",
+                "path": "/api/graphql",
+                "operation": "upstreamAssertionRuns",
+                "expect_variables": {"urns": list(chunk), "limit": 1, "start": None},
+                "response": {"data": {"entities": [{"urn": u, "runEvents": None} for u in chunk]}},
+            }
+        )
+    assert graph.assertion_runs() == []
+    graphql = [json.loads(r.body or b"{}") for r in replay.sent if r.method == "POST"]
+    sizes = [len(body["variables"].get("urns", [])) for body in graphql]
+    assert sizes == [0, 100, 100, 100, 100, 50]  # one search page, then five chunks
+    for body in graphql:
+        assert graphql_ops.measure(body["query"]).within_limits()
+
+    many = [f"urn:li:dataset:(urn:li:dataPlatform:dbt,acme.bulk_{i},PROD)" for i in range(250)]
+    for _chunk in graphql_ops.chunks(many):
+        replay.queue.append(
+            {"method": "POST", "path": "/openapi/v3/entity/dataset/batchGet", "response": []}
+        )
+    graph.get_aspects(many, ["ownership"])
+    bodies = [json.loads(r.body or b"[]") for r in replay.sent[-3:]]
+    assert [len(b) for b in bodies] == [100, 100, 50]
+
+
+# -- the operations themselves, against DataHub's published schema ------------------------------
+SCHEMA_FILE = Path(__file__).parent / "recorded" / "datahub_schema.graphql"
+
+
+def _documents() -> dict[str, str]:
+    """Every GraphQL operation the project sends: its own, and the SDK's two it calls."""
+    from datahub.ingestion.graph.client import DataHubGraph
+
+    from upstream_dagster.datahub import graphql_ops
+
+    docs = dict(graphql_ops.OPERATIONS)
+    sent: dict[str, str] = {}
+
+    class Capture(DataHubGraph):
+        def __init__(self) -> None:
+            pass
+
+        def execute_graphql(self, query: str, variables: Any = None, **kw: Any) -> Any:
+            name = re.search(r"(?:query|mutation)\s+(\w+)", query)
+            assert name is not None
+            sent[name.group(1)] = query
+            return {name.group(1): {"urn": "u"}}
+
+    Capture().upsert_custom_assertion(None, "urn", "t", "d", platform_name="p")
+    Capture().report_assertion_result("urn", 1, "SUCCESS")
+    assert set(sent) == set(graphql_ops.SDK_OPERATIONS)
+    return {**docs, **sent}
+
+
+def test_every_graphql_operation_is_listed_valid_and_under_datahubs_limits() -> None:
+    import graphql
+
+    from upstream_dagster.datahub import graphql_ops
+
+    schema = graphql.build_schema(SCHEMA_FILE.read_text())
+    docs = _documents()
+    assert sorted(docs) == [
+        "reportAssertionResult",
+        "upsertCustomAssertion",
+        "upstreamAssertionRuns",
+        "upstreamFindIncidents",
+        "upstreamLineage",
+        "upstreamRaiseIncident",
+        "upstreamReadIncident",
+        "upstreamSearch",
+        "upstreamUpdateIncidentStatus",
+    ]
+    for name, doc in docs.items():
+        assert graphql.validate(schema, graphql.parse(doc)) == [], name
+        assert graphql_ops.measure(doc).within_limits(), name
+    # every Python module that sends GraphQL takes its documents from graphql_ops
+    package = Path(graphql_ops.__file__).parent.parent
+    for module in package.rglob("*.py"):
+        if module.name != "graphql_ops.py":
+            assert not re.search(r"(query|mutation)\s+\w+\s*\(\$", module.read_text()), module
+
+
+def test_every_recorded_exchange_sends_variables_datahubs_schema_accepts() -> None:
+    """Enum values (FIELD, not COLUMN), required inputs and types, as GraphQL coerces them."""
+    import graphql
+    from graphql.execution.values import get_variable_values
+
+    schema = graphql.build_schema(SCHEMA_FILE.read_text())
+    docs = _documents()
+    seen = set()
+    for name, exchanges in EXCHANGES.items():
+        for exchange in exchanges if name != "_about" else []:
+            if "operation" not in exchange:
+                continue
+            op = exchange["operation"]
+            seen.add(op)
+            assert "expect_variables" in exchange, f"{name}: {op} records no variables"
+            (definition,) = graphql.parse(docs[op]).definitions
+            coerced = get_variable_values(
+                schema, definition.variable_definitions, exchange["expect_variables"]
+            )
+            assert not isinstance(coerced, list), f"{name}: {op}: {coerced}"
+    assert seen == set(docs)  # every operation has a recorded exchange
+
+
+def test_schema_check_catches_a_wrong_enum_value() -> None:
+    import graphql
+    from graphql.execution.values import get_variable_values
+
+    from upstream_dagster.datahub.graphql_ops import RAISE_INCIDENT
+
+    schema = graphql.build_schema(SCHEMA_FILE.read_text())
+    (definition,) = graphql.parse(RAISE_INCIDENT).definitions
+    bad = {"input": {"type": "COLUMN", "resourceUrns": [LEDGER]}}
+    errors = get_variable_values(schema, definition.variable_definitions, bad)
+    assert isinstance(errors, list) and "COLUMN" in str(errors[0])

@@ -106,9 +106,10 @@ def _fires(trigger: Trigger | None, symptom: str | None, run: Any, info: dict[st
     check = trigger.check.lower() if trigger and trigger.check else None
     if not check:
         return True
+    from upstream_dagster.datahub.model import assertion_properties
     from upstream_dagster.datahub.readpath import assertion_label
 
-    props = info.get("customProperties") or {}
+    props = assertion_properties(info)
     if str(props.get("upstream_monitor", "")).lower() == check:
         return True
     unique_id = str(props.get("dbt_unique_id", "")).lower()

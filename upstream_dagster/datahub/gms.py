@@ -9,6 +9,7 @@ answer exactly what Lite answers (lineage as of a past instant), the backend say
 
 from __future__ import annotations
 
+import json
 import logging
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
@@ -16,6 +17,17 @@ from typing import Any
 from urllib.parse import quote
 
 from upstream_dagster.datahub import edges as edge_parse
+from upstream_dagster.datahub.graphql_ops import (
+    BATCH,
+    FIND_INCIDENTS,
+    LINEAGE,
+    RAISE_INCIDENT,
+    READ_INCIDENT,
+    RUN_EVENTS,
+    SEARCH,
+    UPDATE_INCIDENT_STATUS,
+    chunks,
+)
 from upstream_dagster.datahub.model import (
     AspectVersion,
     AssertionRun,
@@ -32,7 +44,6 @@ from upstream_dagster.errors import DataHubUnavailable
 from upstream_dagster.spec.urns import name_matches
 
 log = logging.getLogger(__name__)
-BATCH = 100  # URNs per batchGet request
 PAGE = 1000  # results per GraphQL scroll page
 ENTITY_TYPES = {
     "dataset": "DATASET",
@@ -43,32 +54,30 @@ ENTITY_TYPES = {
     "dataJob": "DATA_JOB",
     "dataProcessInstance": "DATA_PROCESS_INSTANCE",
 }
-SEARCH = """query upstreamSearch($input: ScrollAcrossEntitiesInput!) {
-  scrollAcrossEntities(input: $input) { nextScrollId count total
-    searchResults { entity { urn type } } } }"""
-LINEAGE = """query upstreamLineage($input: ScrollAcrossLineageInput!) {
-  scrollAcrossLineage(input: $input) { nextScrollId count total
-    searchResults { degree entity { urn type } } } }"""
-RUN_EVENTS = """query upstreamAssertionRuns($urns: [String!]!, $limit: Int, $start: Long) {
-  entities(urns: $urns) { urn ... on Assertion {
-    runEvents(status: COMPLETE, limit: $limit, startTimeMillis: $start) { runEvents {
-      timestampMillis runId asserteeUrn assertionUrn
-      result { type nativeResults { key value } } } } } } }"""
+# incidentInfo.priority (0 = most urgent) -> GraphQL IncidentPriority
+PRIORITY = {0: "CRITICAL", 1: "HIGH", 2: "MEDIUM", 3: "LOW"}
+INCIDENT_KEY = "Upstream incident key: "
+ASSERTION_PLATFORM = "urn:li:dataPlatform:upstream"
 
 
 def _entity_type(urn: str) -> str:
     return urn.split(":")[2]
 
 
-def _chunks(items: Sequence[str], size: int) -> Iterator[Sequence[str]]:
-    for start in range(0, len(items), size):
-        yield items[start : start + size]
+def _plain(value: Json) -> str | float:
+    """One structured property value as the SDK's patch takes it."""
+    if "double" in value:
+        return float(value["double"])
+    return str(value.get("string", next(iter(value.values()), "")))
 
 
 class GmsGraph:
     transport = "gms"
 
     def __init__(self, url: str, token: str | None = None, *, timeout_sec: float = 15) -> None:
+        from upstream_dagster.datahub import _sdk
+
+        _sdk.prepare()  # no telemetry, nothing written to the home folder
         from datahub.ingestion.graph.client import DatahubClientConfig, DataHubGraph
 
         self.url = url.rstrip("/")
@@ -123,7 +132,7 @@ class GmsGraph:
         for urn in dict.fromkeys(urns):
             by_type[_entity_type(urn)].append(urn)
         for kind, group in by_type.items():
-            for chunk in _chunks(group, BATCH):
+            for chunk in chunks(group, BATCH):
                 body = [{"urn": u, "aspectNames": list(aspects)} for u in chunk]
                 response = self._graph._session.post(
                     f"{self.url}/openapi/v3/entity/{kind.lower()}/batchGet",
@@ -247,7 +256,7 @@ class GmsGraph:
     ) -> list[AssertionRun]:
         assertions = self.search(SearchQuery(entity_type="assertion"))
         runs: list[AssertionRun] = []
-        for chunk in _chunks(assertions, BATCH):
+        for chunk in chunks(assertions, BATCH):
             data = self._gql(
                 RUN_EVENTS,
                 {"urns": list(chunk), "limit": 1 if latest_only else 100, "start": since_ms},
@@ -282,6 +291,23 @@ class GmsGraph:
 
     # -- writes ---------------------------------------------------------------------------
     def write_aspect(self, urn: str, aspect: str, value: Json) -> Receipt:
+        """Write one aspect the way a GMS wants it written: incidents and assertions through
+        their GraphQL mutations, structured properties as patches of the changed properties,
+        anything else as an upsert. Each write is reported only once it reads back."""
+        special = {
+            "incidentInfo": self._write_incident,
+            "assertionInfo": self._write_assertion,
+            "assertionRunEvent": self._write_run_event,
+            "structuredProperties": self._write_structured,
+        }.get(aspect)
+        if special is not None:
+            try:
+                return special(urn, value)
+            except (KeyError, ValueError, TypeError) as exc:
+                return Receipt(urn, aspect, False, f"not a valid {aspect} for GMS: {exc}")
+        return self._upsert(urn, aspect, value)
+
+    def _upsert(self, urn: str, aspect: str, value: Json) -> Receipt:
         from upstream_dagster.datahub.mcp import build_mcp
 
         try:
@@ -294,6 +320,156 @@ class GmsGraph:
         if back is None:
             return Receipt(urn, aspect, False, "GMS accepted the write but it did not read back")
         return Receipt(urn, aspect, True, "written to DataHub GMS and read back")
+
+    # -- incidents: raiseIncident / updateIncidentStatus ---------------------------------
+    def _find_incident(self, dataset: str, key: str) -> str | None:
+        """The incident Upstream raised for this key (the key rides in its description)."""
+        start = 0
+        while True:
+            data = self._gql(FIND_INCIDENTS, {"urn": dataset, "start": start, "count": PAGE})
+            found = ((data.get("dataset") or {}).get("incidents")) or {}
+            for incident in found.get("incidents") or []:
+                if f"{INCIDENT_KEY}{key}" in str(incident.get("description") or ""):
+                    return str(incident["urn"])
+            start += PAGE
+            if start >= int(found.get("total") or 0):
+                return None
+
+    def _write_incident(self, key: str, info: Json) -> Receipt:
+        status = {
+            k: info["status"][k] for k in ("state", "stage", "message") if k in info["status"]
+        }
+        resources = list(info["entities"])
+        urn = self._find_incident(resources[0], key)
+        if urn is None:
+            raise_input: Json = {
+                "type": info["type"],
+                "title": info.get("title"),
+                "description": f"{info.get('description', '')}\n\n{INCIDENT_KEY}{key}",
+                "resourceUrns": resources,
+                "startedAt": info.get("startedAt"),
+                "source": {"type": (info.get("source") or {}).get("type", "MANUAL")},
+                "status": status,
+                "priority": PRIORITY.get(info.get("priority", 2), "MEDIUM"),
+                "assigneeUrns": [a["actor"] for a in info.get("assignees") or []],
+            }
+            if info["type"] == "CUSTOM":
+                raise_input["customType"] = info["customType"]
+            urn = str(self._gql(RAISE_INCIDENT, {"input": raise_input})["raiseIncident"])
+            did = "raised"
+        else:
+            self._gql(UPDATE_INCIDENT_STATUS, {"urn": urn, "input": status})
+            did = f"moved to {status['state']}/{status.get('stage')}"
+        back = (self._gql(READ_INCIDENT, {"urn": urn}) or {}).get("entity") or {}
+        got = back.get("incidentStatus") or {}
+        if back.get("incidentType") != info["type"] or got.get("state") != status["state"]:
+            return Receipt(urn, "incidentInfo", False, f"incident {did} but did not read back")
+        return Receipt(urn, "incidentInfo", True, f"incident {did} in DataHub GMS and read back")
+
+    # -- assertions: upsertCustomAssertion / reportAssertionResult ------------------------
+    def _write_assertion(self, urn: str, info: Json) -> Receipt:
+        from upstream_dagster.datahub.model import PROPERTIES_PREFIX
+
+        custom = info.get("customAssertion") or {}
+        if info.get("type") != "CUSTOM" or not custom.get("entity"):
+            return self._upsert(urn, "assertionInfo", info)
+        logic = str(custom.get("logic") or "")
+        if info.get("customProperties"):  # the mutation keeps no customProperties
+            carried = json.dumps(info["customProperties"], sort_keys=True)
+            logic = f"{logic}\n{PROPERTIES_PREFIX}{carried}"
+        # Dataset-level, the column named in the logic: OSS rejects column-level run events.
+        self._graph.upsert_custom_assertion(
+            urn=urn,
+            entity_urn=custom["entity"],
+            type=str(custom["type"]),
+            description=str(info.get("description") or custom["type"]),
+            platform_urn=ASSERTION_PLATFORM,
+            logic=logic,
+        )
+        back = self.get_aspects([urn], ["assertionInfo"]).get(urn, {}).get("assertionInfo") or {}
+        if (back.get("customAssertion") or {}).get("type") != custom["type"]:
+            return Receipt(urn, "assertionInfo", False, "assertion upserted but did not read back")
+        return Receipt(
+            urn, "assertionInfo", True, "assertion upserted in DataHub GMS and read back"
+        )
+
+    def _write_run_event(self, urn: str, event: Json) -> Receipt:
+        result = event.get("result") or {}
+        native = result.get("nativeResults") or {}
+        self._graph.report_assertion_result(
+            urn=urn,
+            timestamp_millis=int(event["timestampMillis"]),
+            type=result["type"],
+            properties=[{"key": str(k), "value": str(v)} for k, v in native.items()],
+        )
+        data = self._gql(RUN_EVENTS, {"urns": [urn], "limit": 1, "start": None})
+        events = [
+            e
+            for entity in data.get("entities") or []
+            for e in (((entity or {}).get("runEvents") or {}).get("runEvents") or [])
+        ]
+        if not any(int(e["timestampMillis"]) == int(event["timestampMillis"]) for e in events):
+            return Receipt(urn, "assertionRunEvent", False, "result reported but not read back")
+        return Receipt(urn, "assertionRunEvent", True, "result reported to DataHub GMS, read back")
+
+    # -- structured properties: patches of the properties that changed --------------------
+    def _number_typed(self, props: Sequence[str]) -> set[str]:
+        found = self.get_aspects(list(props), ["propertyDefinition"])
+        return {
+            p
+            for p, a in found.items()
+            if str((a.get("propertyDefinition") or {}).get("valueType", "")).endswith("number")
+        }
+
+    def _write_structured(self, urn: str, value: Json) -> Receipt:
+        from datahub.specific.dataset import DatasetPatchBuilder
+
+        def as_map(aspect: Json | None) -> dict[str, list[str | float]]:
+            return {
+                str(p["propertyUrn"]): [_plain(v) for v in p.get("values") or []]
+                for p in (aspect or {}).get("properties") or []
+            }
+
+        current = as_map(
+            self.get_aspects([urn], ["structuredProperties"])
+            .get(urn, {})
+            .get("structuredProperties")
+        )
+        want = as_map(value)
+        numbers = self._number_typed([p for p in want if want[p] != current.get(p)])
+        builder = DatasetPatchBuilder(urn)
+        changed = 0
+        for prop, values in want.items():
+            if values == current.get(prop):
+                continue
+            typed: list[str | float] = (
+                [float(v) for v in values] if prop in numbers else list(values)
+            )
+            builder.set_structured_property(prop, typed if len(typed) != 1 else typed[0])
+            changed += 1
+        for prop in current.keys() - want.keys():
+            builder.remove_structured_property(prop)
+            changed += 1
+        if not changed:
+            return Receipt(urn, "structuredProperties", True, "already as wanted in DataHub GMS")
+        for mcp in builder.build():  # only the changed properties travel; the rest stay
+            self._graph.emit_mcp(mcp)
+        back = as_map(
+            self.get_aspects([urn], ["structuredProperties"])
+            .get(urn, {})
+            .get("structuredProperties")
+        )
+
+        def shown(p: str, vals: list[str | float]) -> list[str]:
+            return [str(float(v)) if p in numbers else str(v) for v in vals]
+
+        ok = all(shown(p, back.get(p, [])) == shown(p, vals) for p, vals in want.items())
+        ok = ok and not back.keys() & (current.keys() - want.keys())
+        if not ok:
+            return Receipt(urn, "structuredProperties", False, "patched but did not read back")
+        return Receipt(
+            urn, "structuredProperties", True, f"{changed} propert(ies) patched and read back"
+        )
 
     def patch_change(self, urn: str, kind: str, values: Sequence[str]) -> Receipt:
         """Apply one intended change as a PATCH, so other people's values are never touched."""

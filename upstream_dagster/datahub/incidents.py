@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from upstream_dagster.datahub.edges import field_path
-from upstream_dagster.datahub.model import AspectVersion, AssertionRun
+from upstream_dagster.datahub.model import AspectVersion, AssertionRun, assertion_properties
 from upstream_dagster.datahub.probe import profiles_of
 from upstream_dagster.datahub.protocol import MetadataGraph
 from upstream_dagster.errors import UpstreamError
@@ -99,7 +99,7 @@ def trigger_for(graph: MetadataGraph, key: str) -> Opened:
     else:
         history = {a: graph.aspect_history(symptom, a) for a in HISTORY_ASPECTS}
     window = Window(_last_good(graph, history, assertion, ts), ts)
-    props = {str(k): str(v) for k, v in (info.get("customProperties") or {}).items()}
+    props = assertion_properties(info)
     return Opened(Trigger(symptom, check, window, inputs), facts, history, props)
 
 

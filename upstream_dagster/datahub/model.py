@@ -6,6 +6,22 @@ from dataclasses import dataclass, field
 from typing import Any
 
 Json = dict[str, Any]
+# A custom assertion upserted on a GMS keeps only type, entity, field and logic: Upstream's own
+# keys then travel on one line of the logic, after this prefix.
+PROPERTIES_PREFIX = "upstream-properties: "
+
+
+def assertion_properties(info: Json) -> dict[str, str]:
+    """An assertion's customProperties, or on a GMS the ones carried in its logic."""
+    import json
+
+    props = {str(k): str(v) for k, v in (info.get("customProperties") or {}).items()}
+    logic = str((info.get("customAssertion") or {}).get("logic") or "")
+    for line in logic.splitlines():
+        if line.startswith(PROPERTIES_PREFIX):
+            carried = json.loads(line[len(PROPERTIES_PREFIX) :])
+            props = {**{str(k): str(v) for k, v in carried.items()}, **props}
+    return props
 
 
 @dataclass(frozen=True)

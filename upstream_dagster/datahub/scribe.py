@@ -44,13 +44,13 @@ def _stamp() -> Json:
 
 
 def incident_info(v: Verdict, state: str, stage: str, message: str) -> Json:
-    kind = INCIDENT_TYPE.get(v.failure_class or "", "OPERATIONAL")
+    kind = INCIDENT_TYPE.get(v.failure_class or "", "CUSTOM")
     title = (
         f"{v.check.description or 'check'} failed: {v.headline()}"
         if v.concluded
         else f"{v.check.description or 'check'} failed; cause not established"
     )
-    return {
+    info: Json = {
         "type": kind,
         "title": title[:200],
         "description": rca_markdown(v),
@@ -62,6 +62,9 @@ def incident_info(v: Verdict, state: str, stage: str, message: str) -> Json:
         "created": {"time": v.window.symptom_ms, "actor": ACTOR},
         "startedAt": v.window.symptom_ms,
     }
+    if kind == "CUSTOM":  # DataHub needs the custom type named (FIELD, not a made-up COLUMN)
+        info["customType"] = f"Upstream: {v.failure_class or 'cause not established'}"
+    return info
 
 
 def raise_incident(graph: MetadataGraph, v: Verdict) -> Receipt:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 
-from upstream_dagster.datahub.model import Json, Receipt
+from upstream_dagster.datahub.model import Json, Receipt, assertion_properties
 from upstream_dagster.datahub.protocol import MetadataGraph
 
 DBT_PLATFORM = "urn:li:dataPlatform:dbt"
@@ -118,7 +118,7 @@ def _monitor_assertions(graph: MetadataGraph, monitor: str) -> list[tuple[str, s
     out = []
     for urn in sorted(urns):
         info = infos.get(urn, {}).get("assertionInfo") or {}
-        if (info.get("customProperties") or {}).get("upstream_monitor") == monitor:
+        if assertion_properties(info).get("upstream_monitor") == monitor:
             out.append((urn, str((info.get("customAssertion") or {}).get("entity", ""))))
     return out
 
@@ -167,7 +167,7 @@ def guard_assertions(graph: MetadataGraph) -> list[tuple[str, str, str, str]]:
     out = []
     for urn, aspects in sorted(graph.get_aspects(urns, ["assertionInfo"]).items()):
         info = aspects.get("assertionInfo") or {}
-        props = info.get("customProperties") or {}
+        props = assertion_properties(info)
         entity = (info.get("customAssertion") or {}).get("entity")
         if entity and props.get("upstream_guard") and props.get("column"):
             out.append((urn, str(entity), str(props["upstream_guard"]), str(props["column"])))

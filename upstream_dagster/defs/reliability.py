@@ -144,7 +144,7 @@ def reliability_defs(settings: Settings) -> tuple[list[Any], Any]:
     ) -> dg.Output[Verdict]:
         from upstream_dagster import records
         from upstream_dagster.datahub import open_graph
-        from upstream_dagster.datahub.scribe import incident_urn, raise_incident
+        from upstream_dagster.datahub.scribe import raise_incident
         from upstream_dagster.narrator import Narrator
 
         fix, sim = incident_simulation
@@ -163,7 +163,8 @@ def reliability_defs(settings: Settings) -> tuple[list[Any], Any]:
             v,
             metadata={
                 **verdict_metadata(v),
-                "incident": incident_urn(v.key),
+                # on a GMS the server names the incident; the receipt carries its URN
+                "incident": receipt.urn,
                 "incident_written": receipt.written,
                 "record": dg.MetadataValue.path(str(record)),
                 "approve": "launch incident_writeback_job for this partition with "
