@@ -11,7 +11,7 @@ export PATH := $(BIN):$(PATH)
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-compile -e '.[dev]'
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-compile -e '.[dev,production]'
 	@# Byte-compile on every core at once (pip compiles one file at a time, and nothing else
 	@# writes bytecode where PYTHONDONTWRITEBYTECODE is set): every later import is faster.
 	$(BIN)/python -m compileall -q -j 0 $(VENV)/lib

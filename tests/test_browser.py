@@ -12,12 +12,8 @@ from __future__ import annotations
 
 import os
 import re
-import signal
-import socket
-import subprocess
 import sys
 import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -28,15 +24,11 @@ from typer.testing import CliRunner
 from upstream_dagster import settings as settings_mod
 from upstream_dagster.cli import app
 
+from .servers import free_port, serve
+
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = Path(os.environ.get("UPSTREAM_CHROMIUM", "/usr/bin/chromium"))
 PERCENT = re.compile(r"^overall\s.*?(\d+\.\d)%\s*$", re.M)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _overall(text: str) -> str:
@@ -52,39 +44,16 @@ def ui(estate: settings_mod.Settings) -> Iterator[tuple[str, settings_mod.Settin
 
     assert CHROMIUM.exists(), f"{CHROMIUM} is missing: `.ci/run` installs Debian's chromium"
     dagster_instance(estate)  # writes dagster.yaml and points DAGSTER_HOME at the copy
-    port = _free_port()
-    log = open(estate.state_dir / "dagster-dev.log", "w")  # noqa: SIM115 - closed below
-    proc = subprocess.Popen(
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    with serve(
         [str(Path(sys.executable).with_name("dagster")), "dev", "-w", "workspace.yaml"]
         + ["-h", "127.0.0.1", "-p", str(port)],
-        cwd=ROOT,
-        env={**os.environ},
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 180
-        while True:
-            try:
-                urllib.request.urlopen(f"{url}/server_info", timeout=2).read()
-                break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise AssertionError(
-                        "dagster dev did not start: "
-                        + (estate.state_dir / "dagster-dev.log").read_text()[-2000:]
-                    ) from None
-                time.sleep(1)
+        f"{url}/server_info",
+        estate.state_dir / "dagster-dev.log",
+        ROOT,
+    ):
         yield url, estate
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-        log.close()
 
 
 def _dismiss(page: object) -> None:

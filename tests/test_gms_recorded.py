@@ -424,7 +424,7 @@ def test_every_graphql_operation_is_listed_valid_and_under_datahubs_limits() -> 
     # every Python module that sends GraphQL takes its documents from graphql_ops
     package = Path(graphql_ops.__file__).parent.parent
     for module in package.rglob("*.py"):
-        if module.name != "graphql_ops.py":
+        if module.name not in ("graphql_ops.py", "action.py"):  # action.py: Dagster's GraphQL
             assert not re.search(r"(query|mutation)\s+\w+\s*\(\$", module.read_text()), module
 
 

@@ -1,0 +1,143 @@
+"""The DataHub Actions-framework action: ``act()`` on recorded DataHub events (no Kafka or GMS
+runs here), and its launch against a real ``dagster-webserver`` on 127.0.0.1."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from upstream_dagster import settings as settings_mod
+from upstream_dagster.datahub.action import Launch, UpstreamAction, launch_for
+
+from .servers import free_port, serve
+
+ROOT = Path(__file__).resolve().parent.parent
+EVENTS = json.loads((ROOT / "tests" / "recorded" / "datahub_events.json").read_text())
+
+
+def _envelope(name: str) -> Any:
+    from datahub_actions.event.event_envelope import EventEnvelope
+
+    return EventEnvelope.from_json(json.dumps(EVENTS[name]))
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.launches: list[Launch] = []
+
+    def launch(self, launch: Launch) -> str:
+        self.launches.append(launch)
+        return f"run-{len(self.launches)}"
+
+
+def test_recorded_assertion_failure_launches_the_partition_the_sensor_would_open() -> None:
+    from upstream_dagster.datahub.incidents import incident_key
+    from upstream_dagster.datahub.model import AssertionRun
+
+    recorder = Recorder()
+    action = UpstreamAction({}, launcher=recorder)
+    action.act(_envelope("assertion_failed"))
+    (launch,) = recorder.launches
+    event = EVENTS["assertion_failed"]["event"]
+    sensor_key = incident_key(
+        AssertionRun(event["entityUrn"], event["parameters"]["asserteeUrn"], 1795990600000, "")
+    )
+    assert (launch.job, launch.partition) == ("reliability", sensor_key)
+    assert launch.dataset == event["parameters"]["asserteeUrn"]
+    assert action.launched == ["run-1"]
+
+
+def test_recorded_run_event_in_the_change_log_is_the_same_incident() -> None:
+    ece = launch_for("EntityChangeEvent_v1", EVENTS["assertion_failed"]["event"], None)
+    mcl = launch_for(
+        "MetadataChangeLogEvent_v1", EVENTS["run_event_failed_mcl"]["event"], "estate_refresh"
+    )
+    assert ece is not None and mcl is not None and ece.partition == mcl.partition
+
+
+def test_recorded_events_that_need_nothing_launch_nothing() -> None:
+    recorder = Recorder()
+    action = UpstreamAction({}, launcher=recorder)
+    for name in ("assertion_passed", "column_added", "tag_added"):
+        action.act(_envelope(name))
+    assert recorder.launches == []
+
+
+def test_recorded_breaking_schema_change_runs_the_checks_now() -> None:
+    recorder = Recorder()
+    UpstreamAction({}, launcher=recorder).act(_envelope("column_removed"))
+    (launch,) = recorder.launches
+    assert (launch.job, launch.partition) == ("estate_refresh", None)
+    assert "REMOVE of rebate_amt" in launch.reason
+    ignoring = Recorder()
+    UpstreamAction({"refresh_job": None}, launcher=ignoring).act(_envelope("column_removed"))
+    assert ignoring.launches == []
+
+
+def test_recorded_failures_on_one_dataset_open_one_investigation_in_the_quiet_window() -> None:
+    recorder = Recorder()
+    action = UpstreamAction({"quiet_minutes": 10}, launcher=recorder)
+    action.act(_envelope("assertion_failed"))
+    action.act(_envelope("run_event_failed_mcl"))  # the same failure, seen twice
+    assert len(recorder.launches) == 1
+
+
+def test_action_without_a_dagster_url_says_what_to_set() -> None:
+    from upstream_dagster.errors import UpstreamError
+
+    with pytest.raises(UpstreamError, match="dagster_url"):
+        UpstreamAction.create({}, None)
+
+
+def test_pipeline_file_names_an_action_the_framework_can_load() -> None:
+    import yaml
+    from datahub_actions.action.action_registry import action_registry
+
+    pipeline = yaml.safe_load((ROOT / "docs" / "deploy" / "datahub-action.yaml").read_text())
+    assert action_registry.get(pipeline["action"]["type"]) is UpstreamAction
+    assert set(pipeline["filter"]["event_type"]) == {
+        "EntityChangeEvent_v1",
+        "MetadataChangeLogEvent_v1",
+    }
+
+
+@pytest.mark.slow
+def test_action_launches_the_reliability_job_on_a_real_dagster_webserver(
+    estate: settings_mod.Settings,
+) -> None:
+    """The recorded failure, through ``act()``, becomes a queued run of the reliability job for
+    the incident's partition on a real webserver; the same failure again launches nothing."""
+    import dagster as dg
+
+    from upstream_dagster.runtime import dagster_instance
+
+    instance = dagster_instance(estate)  # DAGSTER_HOME inside the copy of the estate
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    webserver = str(Path(sys.executable).with_name("dagster-webserver"))
+    with serve(
+        [webserver, "-w", "workspace.yaml", "-h", "127.0.0.1", "-p", str(port)],
+        f"{url}/server_info",
+        estate.state_dir / "webserver.log",
+        ROOT,
+    ):
+        action = UpstreamAction.create({"dagster_url": url}, None)
+        action.act(_envelope("assertion_failed"))
+        assert len(action.launched) == 1, (estate.state_dir / "webserver.log").read_text()[-2000:]
+        run = instance.get_run_by_id(action.launched[0])
+        assert run is not None and run.job_name == "reliability"
+        key = launch_for("EntityChangeEvent_v1", EVENTS["assertion_failed"]["event"], None)
+        assert key is not None and run.tags["dagster/partition"] == key.partition
+        assert run.tags["upstream/trigger"] == "datahub-action"
+        # queued for the daemon's run coordinator, as a sensor's run would be
+        assert run.status in (dg.DagsterRunStatus.QUEUED, dg.DagsterRunStatus.NOT_STARTED)
+        assert key.partition in instance.get_dynamic_partitions("incidents")
+
+        again = UpstreamAction.create({"dagster_url": url}, None)  # a restarted action
+        again.act(_envelope("assertion_failed"))
+        assert again.launched == []
+        assert len(instance.get_run_records(dg.RunsFilter(job_name="reliability"))) == 1
