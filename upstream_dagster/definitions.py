@@ -18,6 +18,7 @@ from upstream_dagster.defs.estate import estate_assets, estate_nodes
 from upstream_dagster.defs.monitors import monitor_checks, profiles_asset
 from upstream_dagster.defs.reliability import reliability_defs
 from upstream_dagster.demo.deploy import dbt_executable, ensure_ready
+from upstream_dagster.runtime import WRITEBACK_TAGS
 from upstream_dagster.spec import load_estate
 
 
@@ -59,6 +60,7 @@ def build(settings: settings_mod.Settings) -> dg.Definitions:
     writeback_job = dg.define_asset_job(
         "coverage_writeback_job",
         selection=dg.AssetSelection.checks(gate_check) | dg.AssetSelection.assets(writeback),
+        tags=WRITEBACK_TAGS,
         description="Write an approved batch into DataHub. Launch it from the launchpad with "
         "the batch digest, the approved ids and your name (or `upstream approve`).",
     )

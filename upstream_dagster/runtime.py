@@ -12,12 +12,17 @@ DAGSTER_YAML = """\
 # Written by Upstream. The embedded default keeps run and event storage in this folder.
 telemetry:
   enabled: false
-# One write-back at a time: coverage_writeback runs in the `coverage_writeback` pool, and every
-# pool defaults to one slot. (The batch claim in gate.sqlite keeps each batch at most once.)
+# One write-back at a time: coverage_writeback and incident_writeback run in the
+# `datahub_writeback` pool, and every pool defaults to one slot. (The batch claim in gate.sqlite
+# keeps each batch at most once.) docs/deploy/dagster.yaml is the production counterpart.
 concurrency:
   pools:
     default_limit: 1
 """
+# Both write-back assets share one pool of one slot; both write-back jobs carry this tag, which
+# a production run queue limits to one (docs/deploy/dagster.yaml).
+WRITEBACK_POOL = "datahub_writeback"
+WRITEBACK_TAGS = {"upstream/writeback": "true"}
 
 
 EPHEMERAL_ENV = "UPSTREAM_DAGSTER_EPHEMERAL"

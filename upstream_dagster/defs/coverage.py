@@ -16,6 +16,7 @@ from upstream_dagster import gate
 from upstream_dagster.conformance.context import MetadataContext
 from upstream_dagster.conformance.plan import Plan, plan
 from upstream_dagster.defs import coverage_ops as ops
+from upstream_dagster.runtime import WRITEBACK_POOL
 from upstream_dagster.settings import Settings
 from upstream_dagster.spec import EstateSpec
 from upstream_dagster.spec.urns import short
@@ -120,7 +121,7 @@ def coverage_defs(
     @dg.asset(
         group_name=GROUP,
         deps=[proposals],
-        pool="coverage_writeback",
+        pool=WRITEBACK_POOL,
         description=(
             "Writes the approved proposals into DataHub, one writer per aspect, recording every "
             "aspect's pre-image for undo and a receipt per write. Launch it by hand with the batch "

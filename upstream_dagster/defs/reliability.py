@@ -16,6 +16,7 @@ from pydantic import Field
 from upstream_dagster import gate
 from upstream_dagster.defs import incident_ops as ops
 from upstream_dagster.reliability.verdict import Verdict, pull_request_text, rca_markdown
+from upstream_dagster.runtime import WRITEBACK_POOL, WRITEBACK_TAGS
 from upstream_dagster.settings import Settings
 
 GROUP = "reliability"
@@ -176,6 +177,7 @@ def reliability_defs(settings: Settings) -> tuple[list[Any], Any]:
         partitions_def=incidents,
         group_name=GROUP,
         deps=[],
+        pool=WRITEBACK_POOL,
         description="Applies an approved fix to the deployed dbt project (never the tracked "
         "one), rebuilds through estate_refresh, resolves the incident only if the failing check "
         "then passes, and writes the runbook, memory properties, tags and guard assertions. "
@@ -201,6 +203,7 @@ def reliability_defs(settings: Settings) -> tuple[list[Any], Any]:
         "incident_writeback_job",
         selection=dg.AssetSelection.assets(incident_writeback),
         partitions_def=incidents,
+        tags=WRITEBACK_TAGS,
         description="Apply an approved incident fix and write what was learned into DataHub. "
         "Launch it for the incident's partition with the verdict digest and your name.",
     )

@@ -1,0 +1,177 @@
+"""The production deployment: docs/deploy/dagster.yaml against Dagster's own config schema, and
+its PostgreSQL storage for real, on a PostgreSQL server from Debian's packages that this module
+starts on 127.0.0.1 (and stops), with write-backs held to one at a time."""
+
+from __future__ import annotations
+
+import os
+import pwd
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from glob import glob
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from .servers import free_port
+
+ROOT = Path(__file__).resolve().parent.parent
+DEPLOY = ROOT / "docs" / "deploy" / "dagster.yaml"
+PG_ENV = {
+    "DAGSTER_PG_HOST": "127.0.0.1",
+    "DAGSTER_PG_DB": "dagster",
+    "DAGSTER_PG_USERNAME": "dagster",
+    "DAGSTER_PG_PASSWORD": "dagster",
+    "DAGSTER_K8S_NAMESPACE": "upstream",
+}
+
+
+def _validated(home: Path) -> dict[str, Any]:
+    """The instance config as Dagster validates it, then each configured class's own config."""
+    from dagster._config import process_config
+    from dagster._core.instance.config import dagster_instance_config
+
+    config, _ = dagster_instance_config(str(home))
+    launcher = config["run_launcher"]
+    for module, name, section in (
+        (launcher["module"], launcher["class"], launcher["config"]),
+        ("dagster_postgres", "DagsterPostgresStorage", config["storage"]["postgres"]),
+    ):
+        cls = getattr(__import__(module, fromlist=[name]), name)
+        result = process_config(cls.config_type(), section)
+        assert result.success, f"{name}: {[e.message for e in result.errors or []]}"
+    return dict(config)
+
+
+def test_production_dagster_yaml_passes_dagsters_config_schema(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for key, value in PG_ENV.items():
+        monkeypatch.setenv(key, value)
+    shutil.copy(DEPLOY, tmp_path / "dagster.yaml")
+    config = _validated(tmp_path)
+    assert config["run_launcher"]["class"] == "K8sRunLauncher"
+    limits = config["concurrency"]["runs"]["tag_concurrency_limits"]
+    assert {"key": "upstream/writeback", "limit": 1} in limits
+    assert config["concurrency"]["pools"]["default_limit"] == 1
+
+
+def test_config_schema_check_catches_a_mistyped_setting(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dagster._core.errors import DagsterInvalidConfigError
+
+    for key, value in PG_ENV.items():
+        monkeypatch.setenv(key, value)
+    broken = DEPLOY.read_text().replace("tag_concurrency_limits", "tag_concurency_limits")
+    (tmp_path / "dagster.yaml").write_text(broken)
+    with pytest.raises(DagsterInvalidConfigError):
+        _validated(tmp_path)
+    launcher = yaml.safe_load(DEPLOY.read_text())
+    launcher["run_launcher"]["config"]["env_secret"] = ["typo"]
+    (tmp_path / "dagster.yaml").write_text(yaml.safe_dump(launcher))
+    with pytest.raises(AssertionError, match="K8sRunLauncher"):
+        _validated(tmp_path)
+
+
+def test_writeback_assets_and_jobs_carry_the_limits_the_deployment_enforces() -> None:
+    """The pool and the run tag the deployment limits are the ones the write-backs declare."""
+    from upstream_dagster.runtime import WRITEBACK_POOL, WRITEBACK_TAGS
+
+    config = yaml.safe_load(DEPLOY.read_text())
+    (limit,) = config["concurrency"]["runs"]["tag_concurrency_limits"]
+    assert limit["key"] in WRITEBACK_TAGS
+    source = {p.name: p.read_text() for p in (ROOT / "upstream_dagster" / "defs").glob("*.py")} | {
+        "definitions.py": (ROOT / "upstream_dagster" / "definitions.py").read_text()
+    }
+    assert source["coverage.py"].count("pool=WRITEBACK_POOL") == 1
+    assert source["reliability.py"].count("pool=WRITEBACK_POOL") == 1
+    assert source["reliability.py"].count("tags=WRITEBACK_TAGS") == 1
+    assert source["definitions.py"].count("tags=WRITEBACK_TAGS") == 1
+    assert WRITEBACK_POOL == "datahub_writeback"
+
+
+def _pg_bin() -> Path:
+    found = sorted(glob("/usr/lib/postgresql/*/bin/initdb"))
+    if not found:
+        raise AssertionError(
+            "PostgreSQL's server is missing: `.ci/run` installs Debian's postgresql package"
+        )
+    return Path(found[-1]).parent
+
+
+@pytest.fixture(scope="module")
+def postgres() -> Iterator[int]:
+    """A throwaway PostgreSQL cluster on 127.0.0.1 (as the `postgres` user when run as root)."""
+    import tempfile
+
+    bin_dir = _pg_bin()
+    # not under pytest's folders, which only root may enter
+    data = Path(tempfile.mkdtemp(prefix="upstream-pg-")) / "data"
+    data.mkdir()
+    as_user: list[str] = []
+    if os.geteuid() == 0:  # PostgreSQL refuses to run as root
+        user = pwd.getpwnam("postgres")
+        for path in (data.parent, data):
+            os.chown(path, user.pw_uid, user.pw_gid)
+        as_user = ["runuser", "-u", "postgres", "--"]
+    port = free_port()
+
+    def run(*cmd: str) -> None:
+        subprocess.run([*as_user, *cmd], check=True, capture_output=True, timeout=120)
+
+    run(str(bin_dir / "initdb"), "-D", str(data), "-U", "dagster", "-A", "trust")
+    run(
+        str(bin_dir / "pg_ctl"), "-D", str(data), "-l", str(data / "server.log"), "-w",
+        "-o", f"-h 127.0.0.1 -p {port} -k {data}", "start",
+    )  # fmt: skip
+    try:
+        run(str(bin_dir / "createdb"), "-h", "127.0.0.1", "-p", str(port), "-U", "dagster",
+            "dagster")  # fmt: skip
+        yield port
+    finally:
+        run(str(bin_dir / "pg_ctl"), "-D", str(data), "-m", "fast", "stop")
+        shutil.rmtree(data.parent, ignore_errors=True)
+
+
+@pytest.mark.slow
+def test_postgres_instance_holds_write_backs_to_one_at_a_time(
+    postgres: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two write-back runs started together in two processes, on the deployment's PostgreSQL
+    storage: the second waits for the first's pool slot; both runs are in PostgreSQL."""
+    import dagster as dg
+
+    for key, value in PG_ENV.items():
+        monkeypatch.setenv(key, value)
+    config = yaml.safe_load(DEPLOY.read_text())
+    config["storage"]["postgres"]["postgres_db"]["port"] = postgres
+    del config["run_launcher"]  # no Kubernetes here: runs execute in local processes
+    home = tmp_path / "dagster_home"
+    home.mkdir()
+    (home / "dagster.yaml").write_text(yaml.safe_dump(config))
+    monkeypatch.setenv("DAGSTER_HOME", str(home))
+    instance = dg.DagsterInstance.get()
+    assert type(instance.run_storage).__name__ == "PostgresRunStorage"
+
+    log = tmp_path / "held.log"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    workers = [
+        subprocess.Popen([sys.executable, "-m", "tests.deploy_jobs", str(log)], cwd=ROOT, env=env)
+        for _ in range(2)
+    ]
+    assert [w.wait(timeout=240) for w in workers] == [0, 0]
+
+    held = sorted(
+        tuple(float(x) for x in line.split()[1:]) for line in log.read_text().split("\n") if line
+    )
+    assert len(held) == 2
+    (first_start, first_end), (second_start, _) = held
+    assert second_start >= first_end, f"the two write-backs overlapped: {held}"
+    runs = instance.get_run_records(dg.RunsFilter(job_name="writeback_standin"))
+    assert len(runs) == 2 and all(r.dagster_run.tags.get("upstream/writeback") for r in runs)
+    assert all(r.dagster_run.status == dg.DagsterRunStatus.SUCCESS for r in runs)
