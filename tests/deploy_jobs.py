@@ -8,6 +8,7 @@ from pathlib import Path
 
 import dagster as dg
 
+from upstream_dagster.defs.resources import DataHubResource
 from upstream_dagster.runtime import WRITEBACK_POOL, WRITEBACK_TAGS
 
 
@@ -22,6 +23,15 @@ def hold_the_pool(context: dg.OpExecutionContext) -> None:
 @dg.job(tags=WRITEBACK_TAGS)
 def writeback_standin() -> None:
     hold_the_pool()
+
+
+@dg.asset
+def datahub_target(datahub: DataHubResource) -> str:
+    """Where a run's writes would go, as the run's own process resolves the resource."""
+    from upstream_dagster.settings import load
+
+    target = datahub.target(load())
+    return f"{target.backend} {target.gms_url} token={'set' if target.gms_token else 'none'}"
 
 
 if __name__ == "__main__":

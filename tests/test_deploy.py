@@ -175,3 +175,35 @@ def test_postgres_instance_holds_write_backs_to_one_at_a_time(
     runs = instance.get_run_records(dg.RunsFilter(job_name="writeback_standin"))
     assert len(runs) == 2 and all(r.dagster_run.tags.get("upstream/writeback") for r in runs)
     assert all(r.dagster_run.status == dg.DagsterRunStatus.SUCCESS for r in runs)
+
+
+def test_datahub_address_and_token_reach_a_run_through_env_vars_only(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import json
+
+    import dagster as dg
+
+    from upstream_dagster.defs.resources import datahub_resource
+
+    from .deploy_jobs import datahub_target
+
+    instance = dg.DagsterInstance.ephemeral()
+    assert dg.materialize([datahub_target], resources={"datahub": datahub_resource()},
+                          instance=instance).output_for_node("datahub_target") == (
+        "lite None token=none"
+    )  # fmt: skip
+    monkeypatch.setenv("DATAHUB_GMS_URL", "http://gms.internal:8080")
+    monkeypatch.setenv("DATAHUB_GMS_TOKEN", "s3cret-token")
+    resource = datahub_resource()
+    # what Dagster stores and shows is the variable's name, never its value
+    assert resource.get_resource_definition().config_schema.default_value == {
+        "gms_url": {"env": "DATAHUB_GMS_URL"},
+        "gms_token": {"env": "DATAHUB_GMS_TOKEN"},
+    }
+    result = dg.materialize([datahub_target], resources={"datahub": resource}, instance=instance)
+    assert result.output_for_node("datahub_target") == "gms http://gms.internal:8080 token=set"
+    run = instance.get_run_by_id(result.run_id)
+    assert run is not None
+    logged = json.dumps(run.run_config) + " ".join(str(e) for e in instance.all_logs(result.run_id))
+    assert "s3cret-token" not in logged and "gms.internal" not in logged

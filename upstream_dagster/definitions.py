@@ -17,6 +17,7 @@ from upstream_dagster.defs.coverage import auto_writeback_sensor, coverage_defs
 from upstream_dagster.defs.estate import estate_assets, estate_nodes
 from upstream_dagster.defs.monitors import monitor_checks, profiles_asset
 from upstream_dagster.defs.reliability import reliability_defs
+from upstream_dagster.defs.resources import datahub_resource
 from upstream_dagster.demo.deploy import dbt_executable, ensure_ready
 from upstream_dagster.runtime import WRITEBACK_TAGS
 from upstream_dagster.spec import load_estate
@@ -99,11 +100,12 @@ def build(settings: settings_mod.Settings) -> dg.Definitions:
         schedules=[nightly],
         sensors=[auto_writeback_sensor(settings, writeback_job), incident_sensor],
         resources={
+            "datahub": datahub_resource(),
             "dbt": DbtCliResource(
                 project_dir=str(settings.dbt_project_dir),
                 profiles_dir=str(settings.dbt_project_dir),
                 dbt_executable=dbt_executable(),
-            )
+            ),
         },
         executor=dg.in_process_executor,
     )

@@ -16,6 +16,7 @@ from upstream_dagster import gate
 from upstream_dagster.conformance.context import MetadataContext
 from upstream_dagster.conformance.plan import Plan, plan
 from upstream_dagster.defs import coverage_ops as ops
+from upstream_dagster.defs.resources import DataHubResource
 from upstream_dagster.runtime import WRITEBACK_POOL
 from upstream_dagster.settings import Settings
 from upstream_dagster.spec import EstateSpec
@@ -129,9 +130,12 @@ def coverage_defs(
         ),
     )
     def coverage_writeback(
-        context: dg.AssetExecutionContext, config: WritebackConfig, proposals: Plan
+        context: dg.AssetExecutionContext,
+        config: WritebackConfig,
+        proposals: Plan,
+        datahub: DataHubResource,
     ) -> dg.MaterializeResult:
-        return _writeback(context, settings, config, proposals)
+        return _writeback(context, datahub.target(settings), config, proposals)
 
     @dg.asset(
         group_name=GROUP,

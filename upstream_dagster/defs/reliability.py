@@ -15,6 +15,7 @@ from pydantic import Field
 
 from upstream_dagster import gate
 from upstream_dagster.defs import incident_ops as ops
+from upstream_dagster.defs.resources import DataHubResource
 from upstream_dagster.reliability.verdict import Verdict, pull_request_text, rca_markdown
 from upstream_dagster.runtime import WRITEBACK_POOL, WRITEBACK_TAGS
 from upstream_dagster.settings import Settings
@@ -142,6 +143,7 @@ def reliability_defs(settings: Settings) -> tuple[list[Any], Any]:
         incident_triage: ops.Triage,
         incident_evidence: ops.Gathered,
         incident_simulation: tuple[Any, tuple[bool, bool, str]],
+        datahub: DataHubResource,
     ) -> dg.Output[Verdict]:
         from upstream_dagster import records
         from upstream_dagster.datahub import open_graph
@@ -155,7 +157,7 @@ def reliability_defs(settings: Settings) -> tuple[list[Any], Any]:
         record = records.record_path(settings, v.key)
         records.write(record, records.make_record(incident_triage, incident_evidence, fix, sim, v))
         context.log.info(f"{v.headline()}; notified: {', '.join(v.owners) or 'no owner'}")
-        graph = open_graph(settings)
+        graph = open_graph(datahub.target(settings))
         try:
             receipt = raise_incident(graph, v)
         finally:
@@ -184,11 +186,15 @@ def reliability_defs(settings: Settings) -> tuple[list[Any], Any]:
         "Never runs by itself: a reviewer launches it with the verdict's digest.",
     )
     def incident_writeback(
-        context: dg.AssetExecutionContext, config: IncidentApproval, incident_verdict: Verdict
+        context: dg.AssetExecutionContext,
+        config: IncidentApproval,
+        incident_verdict: Verdict,
+        datahub: DataHubResource,
     ) -> dg.MaterializeResult:
         from upstream_dagster.defs.incident_writeback import write_back
 
-        return write_back(context, settings, _spec(settings), config, incident_verdict)
+        target = datahub.target(settings)
+        return write_back(context, target, _spec(settings), config, incident_verdict)
 
     job = dg.define_asset_job(
         "reliability",
