@@ -433,6 +433,39 @@ def summary() -> None:
         _fail(exc)
 
 
+@app.command()
+def spike() -> None:
+    """Exercise every DataHub surface Upstream uses against the configured DataHub (a GMS when
+    DATAHUB_GMS_URL is set): PASS only for what read back. Writes go to one scratch dataset."""
+    from rich.table import Table
+
+    from upstream_dagster.datahub import open_graph
+    from upstream_dagster.datahub.spike import PASS
+    from upstream_dagster.datahub.spike import spike as run_spike
+
+    settings = settings_mod.load()
+    try:
+        graph = open_graph(settings)
+    except UpstreamError as exc:
+        _fail(exc)
+    try:
+        surfaces = run_spike(graph)
+    finally:
+        graph.close()
+    where = settings.gms_url or f"{settings.lite_file} (set DATAHUB_GMS_URL for a server)"
+    table = Table(title=f"DataHub {settings.backend}: {where}")
+    for column in ("surface", "sends", "result", "detail"):
+        table.add_column(column)
+    colour = {"PASS": "green", "PARTIAL": "yellow", "FAIL": "red"}
+    for s in surfaces:
+        table.add_row(s.name, s.operation, f"[{colour[s.result]}]{s.result}[/]", s.detail)
+    out.print(table)
+    passed = sum(s.result == PASS for s in surfaces)
+    out.print(f"{passed}/{len(surfaces)} surfaces PASS")
+    if passed != len(surfaces):
+        raise typer.Exit(1)
+
+
 DATAPACK_HELP = "A datapack folder of MCP *.json files, e.g. ../shared/estates/showcase-ecommerce"
 
 
