@@ -462,3 +462,16 @@ def test_schema_check_catches_a_wrong_enum_value() -> None:
     bad = {"input": {"type": "COLUMN", "resourceUrns": [LEDGER]}}
     errors = get_variable_values(schema, definition.variable_definitions, bad)
     assert isinstance(errors, list) and "COLUMN" in str(errors[0])
+
+
+def test_recorded_patch_whose_value_is_missing_on_read_back_is_not_written(
+    replay: Replay,
+) -> None:
+    from upstream_dagster.conformance.proposals import Change
+    from upstream_dagster.datahub.writers import write_change
+
+    graph = GmsGraph(HOST)
+    replay.load("patch_owner")
+    replay.queue[-1] = replay.queue[0]  # the read-back still shows ana alone
+    ((receipt, _),) = write_change(graph, LEDGER, Change("add_owner", ("urn:li:corpuser:bo",)))
+    assert not receipt.written and "did not read back" in receipt.detail

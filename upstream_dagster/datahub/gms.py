@@ -64,6 +64,15 @@ def _entity_type(urn: str) -> str:
     return urn.split(":")[2]
 
 
+def _leaves(value: Any) -> set[str]:
+    """Every string inside an aspect value (to check that a patched value reads back)."""
+    if isinstance(value, dict):
+        return set().union(*(_leaves(v) for v in value.values()))
+    if isinstance(value, list):
+        return set().union(*(_leaves(v) for v in value))
+    return {value} if isinstance(value, str) else set()
+
+
 def _plain(value: Json) -> str | float:
     """One structured property value as the SDK's patch takes it."""
     if "double" in value:
@@ -504,7 +513,7 @@ class GmsGraph:
         for mcp in builder.build():  # one Rest.li ingestProposal per patch
             self._graph.emit_mcp(mcp)
         back = self.get_aspects([urn], [aspect]).get(urn, {}).get(aspect)
-        if back is None:
+        if back is None or not set(values) <= _leaves(back):
             return Receipt(urn, aspect, False, "GMS accepted the patch but it did not read back")
         return Receipt(urn, aspect, True, "patched in DataHub GMS and read back")
 

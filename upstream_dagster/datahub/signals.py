@@ -62,12 +62,26 @@ def _info(r: MonitorReport) -> Json:
     }
 
 
+def _definition(info: Json) -> tuple[object, ...]:
+    """What a monitor's assertion says, however the backend stored it (a GMS keeps Upstream's
+    properties in the logic and adds a source)."""
+    custom = info.get("customAssertion") or {}
+    logic = str(custom.get("logic") or "").splitlines()[:1]
+    return (
+        custom.get("type"),
+        custom.get("entity"),
+        logic,
+        info.get("description"),
+        assertion_properties(info),
+    )
+
+
 def report_monitor(graph: MetadataGraph, r: MonitorReport) -> list[Receipt]:
     urn = r.assertion_urn
     receipts = []
     info = _info(r)
     current = graph.get_aspects([urn], ["assertionInfo"]).get(urn, {}).get("assertionInfo")
-    if current != info:
+    if current is None or _definition(current) != _definition(info):
         receipts.append(graph.write_aspect(urn, "assertionInfo", info))
     native = {"message": r.message, "threshold": str(r.threshold)}
     if r.observed is not None:
