@@ -158,6 +158,15 @@ def test_postgres_instance_holds_write_backs_to_one_at_a_time(
     instance = dg.DagsterInstance.get()
     assert type(instance.run_storage).__name__ == "PostgresRunStorage"
 
+    # the deployment's one-time step (docs/deploy/dagster.yaml): the pool exists before two
+    # write-backs can race to create it (on PostgreSQL the loser fails on a unique key)
+    from upstream_dagster.runtime import WRITEBACK_POOL
+
+    subprocess.run(
+        [str(Path(sys.executable).with_name("dagster")), "instance", "concurrency", "set",
+         WRITEBACK_POOL, "1"],
+        check=True, cwd=ROOT, capture_output=True, timeout=120,
+    )  # fmt: skip
     log = tmp_path / "held.log"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     workers = [
