@@ -44,7 +44,15 @@ def dagster_instance(settings: Settings) -> dg.DagsterInstance:
     if not config.exists():
         config.write_text(DAGSTER_YAML)
     os.environ["DAGSTER_HOME"] = str(home)
-    return dg.DagsterInstance.get()
+    instance = dg.DagsterInstance.get()
+    storage = instance.event_log_storage
+    # Create the write-back pool up front: two write-backs starting together on a pool that
+    # does not exist yet race to create it, and one of them fails.
+    if storage.supports_global_concurrency_limits and (
+        WRITEBACK_POOL not in storage.get_concurrency_keys()
+    ):
+        storage.set_concurrency_slots(WRITEBACK_POOL, 1)
+    return instance
 
 
 def failure_message(result: dg.ExecuteInProcessResult) -> str:
