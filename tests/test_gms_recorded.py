@@ -475,3 +475,29 @@ def test_recorded_patch_whose_value_is_missing_on_read_back_is_not_written(
     replay.queue[-1] = replay.queue[0]  # the read-back still shows ana alone
     ((receipt, _),) = write_change(graph, LEDGER, Change("add_owner", ("urn:li:corpuser:bo",)))
     assert not receipt.written and "did not read back" in receipt.detail
+
+
+def test_recorded_column_tag_is_patched_onto_the_field_alone(replay: Replay) -> None:
+    graph = GmsGraph(HOST)
+    replay.load("field_tag_patch")
+    wanted = {
+        "editableSchemaFieldInfo": [
+            {
+                "fieldPath": "rebate_amt",
+                "description": "Rebate in cents, set by finance",
+                "globalTags": {
+                    "tags": [{"tag": "urn:li:tag:pii"}, {"tag": "urn:li:tag:upstream-root-cause"}]
+                },
+            }
+        ]
+    }
+    receipt = graph.write_aspect(RAW, "editableSchemaMetadata", wanted)
+    assert receipt.written and "1 column tag" in receipt.detail
+    ingest = next(r for r in replay.sent if urlsplit(r.url or "").path == "/aspects")
+    proposal = json.loads(ingest.body or b"{}")["proposal"]
+    body = json.loads(proposal["aspect"]["value"])
+    ops = body["patch"] if isinstance(body, dict) else body
+    # one added tag on one field; finance's description and the pii tag are never sent
+    assert proposal["changeType"] == "PATCH" and len(ops) == 1
+    assert ops[0]["path"].startswith("/editableSchemaFieldInfo/rebate_amt/globalTags/tags/")
+    assert "finance" not in proposal["aspect"]["value"]

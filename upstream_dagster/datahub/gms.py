@@ -308,6 +308,7 @@ class GmsGraph:
             "assertionInfo": self._write_assertion,
             "assertionRunEvent": self._write_run_event,
             "structuredProperties": self._write_structured,
+            "editableSchemaMetadata": self._write_field_tags,
         }.get(aspect)
         if special is not None:
             try:
@@ -479,6 +480,54 @@ class GmsGraph:
         return Receipt(
             urn, "structuredProperties", True, f"{changed} propert(ies) patched and read back"
         )
+
+    # -- column tags: patches of the tags added to a field ----------------------------------
+    def _write_field_tags(self, urn: str, value: Json) -> Receipt:
+        """Tags added to columns go as field patches; any other change to the aspect is an
+        upsert of the whole aspect, as before."""
+        from datahub.metadata.schema_classes import TagAssociationClass
+        from datahub.specific.dataset import DatasetPatchBuilder
+
+        def tags(aspect: Json | None) -> dict[str, set[str]]:
+            return {
+                str(f["fieldPath"]): {t["tag"] for t in (f.get("globalTags") or {}).get("tags", [])}
+                for f in (aspect or {}).get("editableSchemaFieldInfo") or []
+            }
+
+        def rest(aspect: Json | None) -> list[Json]:
+            return [
+                {k: v for k, v in f.items() if k != "globalTags"}
+                for f in (aspect or {}).get("editableSchemaFieldInfo") or []
+                if set(f) - {"fieldPath", "globalTags"}
+            ]
+
+        current = (
+            self.get_aspects([urn], ["editableSchemaMetadata"])
+            .get(urn, {})
+            .get("editableSchemaMetadata")
+        )
+        have, want = tags(current), tags(value)
+        removed = any(have.get(f, set()) - want.get(f, set()) for f in have)
+        if removed or rest(current) != rest(value):
+            return self._upsert(urn, "editableSchemaMetadata", value)
+        builder = DatasetPatchBuilder(urn)
+        added = 0
+        for field_path, wanted in want.items():
+            for tag in sorted(wanted - have.get(field_path, set())):
+                builder.for_field(field_path).add_tag(TagAssociationClass(tag))
+                added += 1
+        if not added:
+            return Receipt(urn, "editableSchemaMetadata", True, "already tagged in DataHub GMS")
+        for mcp in builder.build():
+            self._graph.emit_mcp(mcp)
+        back = tags(
+            self.get_aspects([urn], ["editableSchemaMetadata"])
+            .get(urn, {})
+            .get("editableSchemaMetadata")
+        )
+        if any(not wanted <= back.get(f, set()) for f, wanted in want.items()):
+            return Receipt(urn, "editableSchemaMetadata", False, "patched but did not read back")
+        return Receipt(urn, "editableSchemaMetadata", True, f"{added} column tag(s) patched")
 
     def patch_change(self, urn: str, kind: str, values: Sequence[str]) -> Receipt:
         """Apply one intended change as a PATCH, so other people's values are never touched."""
