@@ -199,9 +199,9 @@ def coverage_defs(
         ),
     )
     def coverage_reset(
-        context: dg.AssetExecutionContext, config: ResetConfig
+        context: dg.AssetExecutionContext, config: ResetConfig, datahub: DataHubResource
     ) -> dg.MaterializeResult:
-        return _reset(context, settings, config)
+        return _reset(context, datahub.target(settings), config)
 
     return (
         [proposals, approval_queue, coverage_writeback, coverage_verify, coverage_reset],
