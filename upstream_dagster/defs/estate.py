@@ -9,6 +9,7 @@ from typing import Any
 import dagster as dg
 from dagster_dbt import DagsterDbtTranslator, DbtCliResource, dbt_assets
 
+from upstream_dagster.defs.resources import DataHubResource
 from upstream_dagster.demo.generator import load_warehouse
 from upstream_dagster.errors import BuildFailed
 from upstream_dagster.settings import Settings
@@ -169,9 +170,9 @@ def estate_assets(settings: Settings, manifest_file: Path) -> list[Any]:
         "to its warehouse table as siblings.",
     )
     def datahub_metadata(
-        context: dg.AssetExecutionContext, dbt: DbtCliResource
+        context: dg.AssetExecutionContext, dbt: DbtCliResource, datahub: DataHubResource
     ) -> dg.MaterializeResult:
-        return ingest_estate(context, settings, dbt, manifest)
+        return ingest_estate(context, datahub.target(settings), dbt, manifest)
 
     return [raw_feeds, estate_dbt, datahub_metadata]
 

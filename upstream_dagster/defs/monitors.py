@@ -13,6 +13,7 @@ from typing import Any
 import dagster as dg
 
 from upstream_dagster import clock, warehouse
+from upstream_dagster.defs.resources import DataHubResource
 from upstream_dagster.reliability.monitors import Judgement, Observation, judge
 from upstream_dagster.settings import Settings
 from upstream_dagster.spec.models import EstateSpec, Monitor, Selector
@@ -129,7 +130,9 @@ def monitor_checks(
         description="The monitors block of estate.yaml: deterministic rules over the warehouse, "
         "each reported into DataHub as an assertion with a run event.",
     )
-    def estate_monitors(context: dg.AssetCheckExecutionContext) -> Iterator[dg.AssetCheckResult]:
+    def estate_monitors(
+        context: dg.AssetCheckExecutionContext, datahub: DataHubResource
+    ) -> Iterator[dg.AssetCheckResult]:
         from upstream_dagster.datahub import open_graph
         from upstream_dagster.datahub.signals import (
             MonitorReport,
@@ -137,7 +140,7 @@ def monitor_checks(
             report_monitor,
         )
 
-        graph = open_graph(settings)
+        graph = open_graph(datahub.target(settings))
         at = clock.observed_ms()
         try:
             with warehouse.connect(settings.warehouse) as con:
@@ -208,11 +211,13 @@ def profiles_asset(settings: Settings, nodes: list[Node], deps: list[Any]) -> dg
         "and mean per column) into DataHub's datasetProfile, so the lineage walk can compare "
         "each node with its own history.",
     )
-    def warehouse_profiles(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
+    def warehouse_profiles(
+        context: dg.AssetExecutionContext, datahub: DataHubResource
+    ) -> dg.MaterializeResult:
         from upstream_dagster.datahub import open_graph
         from upstream_dagster.datahub.signals import report_profile
 
-        graph = open_graph(settings)
+        graph = open_graph(datahub.target(settings))
         at = clock.observed_ms()
         written, missing = 0, []
         try:
