@@ -501,3 +501,52 @@ def test_recorded_column_tag_is_patched_onto_the_field_alone(replay: Replay) -> 
     assert proposal["changeType"] == "PATCH" and len(ops) == 1
     assert ops[0]["path"].startswith("/editableSchemaFieldInfo/rebate_amt/globalTags/tags/")
     assert "finance" not in proposal["aspect"]["value"]
+
+
+def test_recorded_aspect_history_reads_versions_until_gms_has_no_more(replay: Replay) -> None:
+    graph = GmsGraph(HOST)
+    replay.load("aspect_history")
+    versions = graph.aspect_history(LEDGER, "ownership")
+    assert [len(v.value["owners"]) for v in versions] == [1, 2]
+    assert graph.last_fallback and "version by version" in graph.last_fallback
+
+
+def test_recorded_whole_graph_lineage_is_searched_then_read_in_batches(replay: Replay) -> None:
+    """`lineage_edges` (the dial's lineage slice): one search per entity kind, then the lineage
+    aspects of what was found, batched per entity type."""
+    graph = GmsGraph(HOST)
+    found = {"DATASET": [LEDGER, STG], "CHART": [], "DASHBOARD": ["urn:li:dashboard:(looker,l)"]}
+    for kind in ("DATASET", "CHART", "DASHBOARD", "DATA_JOB"):
+        hits = [{"entity": {"urn": u, "type": kind}} for u in found.get(kind, [])]
+        page = {"nextScrollId": None, "count": len(hits), "total": len(hits), "searchResults": hits}
+        replay.queue.append(
+            {
+                "method": "POST",
+                "path": "/api/graphql",
+                "operation": "upstreamSearch",
+                "expect_variables": {
+                    "input": {"types": [kind], "query": "*", "scrollId": None, "count": 1000}
+                },
+                "response": {"data": {"scrollAcrossEntities": page}},
+            }
+        )
+    lineage = {"upstreams": [{"dataset": STG, "type": "TRANSFORMED"}]}
+    replay.queue.append(
+        {
+            "method": "POST",
+            "path": "/openapi/v3/entity/dataset/batchGet",
+            "response": [{"urn": LEDGER, "upstreamLineage": {"value": lineage}}],
+        }
+    )
+    inputs = {"datasets": [LEDGER]}
+    replay.queue.append(
+        {
+            "method": "POST",
+            "path": "/openapi/v3/entity/dashboard/batchGet",
+            "response": [
+                {"urn": "urn:li:dashboard:(looker,l)", "dashboardInfo": {"value": inputs}}
+            ],
+        }
+    )
+    edges = {(e.upstream, e.downstream) for e in graph.lineage_edges()}
+    assert edges == {(STG, LEDGER), (LEDGER, "urn:li:dashboard:(looker,l)")}
