@@ -16,7 +16,8 @@ from upstream_dagster.settings import Settings
 
 
 class DataHubResource(dg.ConfigurableResource):  # type: ignore[misc]
-    """The DataHub GMS a run writes to; empty for the embedded DataHub Lite."""
+    """The DataHub a run writes to: empty for the embedded DataHub Lite; with a GMS, read from
+    the DATAHUB_GMS_URL and DATAHUB_GMS_TOKEN environment variables in the run's own process."""
 
     gms_url: str = ""
     gms_token: str = ""
