@@ -550,3 +550,23 @@ def test_recorded_whole_graph_lineage_is_searched_then_read_in_batches(replay: R
     )
     edges = {(e.upstream, e.downstream) for e in graph.lineage_edges()}
     assert edges == {(STG, LEDGER), (LEDGER, "urn:li:dashboard:(looker,l)")}
+
+
+def test_recorded_refused_mutation_is_a_receipt_not_a_crash(replay: Replay) -> None:
+    """A GMS that answers a mutation with a GraphQL error (here: no privilege) leaves a receipt
+    that says so; a write-back in progress goes on and keeps the pre-images it has."""
+    graph = GmsGraph(HOST)
+    replay.load("raise_incident")
+    replay.queue[1] = dict(
+        replay.queue[1],
+        response={
+            "errors": [{"message": "Unauthorized to perform this action."}],
+            "data": {"raiseIncident": None},
+        },
+    )
+    replay.queue.pop()  # nothing is read back after a refusal
+    receipt = graph.write_aspect(
+        KEY, "incidentInfo", _incident("FIELD", "ACTIVE", "INVESTIGATION", "NULLs in rebate_amt")
+    )
+    assert not receipt.written
+    assert "refused" in receipt.detail and "Unauthorized" in receipt.detail

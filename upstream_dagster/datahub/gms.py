@@ -64,6 +64,11 @@ def _entity_type(urn: str) -> str:
     return urn.split(":")[2]
 
 
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0][:200] if text else type(exc).__name__
+
+
 def _leaves(value: Any) -> set[str]:
     """Every string inside an aspect value (to check that a patched value reads back)."""
     if isinstance(value, dict):
@@ -104,9 +109,8 @@ class GmsGraph:
         try:
             self._graph.test_connection()
         except Exception as exc:  # noqa: BLE001 - the SDK raises many types for one cause
-            first = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else type(exc)
             raise DataHubUnavailable(
-                f"cannot reach DataHub GMS at {self.url} ({first})",
+                f"cannot reach DataHub GMS at {self.url} ({_first_line(exc)})",
                 "check that GMS is running and DATAHUB_GMS_URL points at it (for example "
                 "http://localhost:8080), set DATAHUB_GMS_TOKEN if authentication is on, or "
                 "unset DATAHUB_GMS_URL to use the embedded DataHub Lite",
@@ -310,12 +314,16 @@ class GmsGraph:
             "structuredProperties": self._write_structured,
             "editableSchemaMetadata": self._write_field_tags,
         }.get(aspect)
-        if special is not None:
-            try:
+        from datahub.configuration.common import GraphError
+
+        try:
+            if special is not None:
                 return special(urn, value)
-            except (KeyError, ValueError, TypeError) as exc:
-                return Receipt(urn, aspect, False, f"not a valid {aspect} for GMS: {exc}")
-        return self._upsert(urn, aspect, value)
+            return self._upsert(urn, aspect, value)
+        except (KeyError, ValueError, TypeError) as exc:
+            return Receipt(urn, aspect, False, f"not a valid {aspect} for GMS: {exc}")
+        except (GraphError, OSError) as exc:  # refused or unreachable: nothing is reported written
+            return Receipt(urn, aspect, False, f"DataHub GMS refused the write: {_first_line(exc)}")
 
     def _upsert(self, urn: str, aspect: str, value: Json) -> Receipt:
         from upstream_dagster.datahub.mcp import build_mcp
@@ -531,6 +539,14 @@ class GmsGraph:
 
     def patch_change(self, urn: str, kind: str, values: Sequence[str]) -> Receipt:
         """Apply one intended change as a PATCH, so other people's values are never touched."""
+        from datahub.configuration.common import GraphError
+
+        try:
+            return self._patch_change(urn, kind, values)
+        except (GraphError, OSError) as exc:
+            return Receipt(urn, kind, False, f"DataHub GMS refused the patch: {_first_line(exc)}")
+
+    def _patch_change(self, urn: str, kind: str, values: Sequence[str]) -> Receipt:
         from datahub.metadata.schema_classes import (
             DomainAssociationClass,
             GlossaryTermAssociationClass,
