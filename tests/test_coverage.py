@@ -157,13 +157,14 @@ def _claim_in_process(state: str, digest: str, name: str, out: Any) -> None:
 
 def test_concurrent_claims_in_threads_and_processes_let_exactly_one_write(tmp_path: Path) -> None:
     winners: list[str] = []
+    refused: list[str] = []
 
     def contend(name: str) -> None:
         try:
             gate.claim(tmp_path, "threads", name, "alice")
             winners.append(name)
         except gate.BatchRefused:
-            pass
+            refused.append(name)
 
     threads = [threading.Thread(target=contend, args=(f"t{i}",)) for i in range(8)]
     for t in threads:
@@ -171,6 +172,8 @@ def test_concurrent_claims_in_threads_and_processes_let_exactly_one_write(tmp_pa
     for t in threads:
         t.join()
     assert len(winners) == 1
+    # every contender got an answer (a crash, e.g. "database is locked", is neither)
+    assert len(refused) == len(threads) - 1
     queue: Any = multiprocessing.get_context("spawn").Queue()
     procs = [
         multiprocessing.get_context("spawn").Process(

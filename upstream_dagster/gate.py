@@ -29,12 +29,28 @@ class BatchRefused(UpstreamError):
     pass
 
 
+def _wal(con: sqlite3.Connection) -> None:
+    """Switch a new gate file to WAL. The switch needs an exclusive lock and SQLite answers
+    "database is locked" at once instead of waiting when another process holds it, so several
+    first claims at the same moment retry; once the file is WAL it stays WAL."""
+    for attempt in range(100):
+        if con.execute("PRAGMA journal_mode").fetchone()[0] == "wal":
+            return
+        try:
+            con.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError:
+            if attempt == 99:
+                raise
+            time.sleep(0.05)
+
+
 @contextmanager
 def _db(state_dir: Path) -> Iterator[sqlite3.Connection]:
     state_dir.mkdir(parents=True, exist_ok=True)
     con = sqlite3.connect(str(state_dir / "gate.sqlite"), timeout=30, isolation_level=None)
     try:
-        con.execute("PRAGMA journal_mode=WAL")
+        _wal(con)
         con.executescript(SCHEMA)
         yield con
     finally:
