@@ -314,6 +314,50 @@ def test_recorded_structured_property_is_patched_alone_and_typed_by_its_definiti
     assert len(ops) == 1 and ops[0]["op"] == "add"
     assert ops[0]["value"]["values"] == [{"double": 0.4}]
     assert "retentionTime" not in proposal["aspect"]["value"]
+    # the aspect is read once before (the pre-image kept for undo) and once after (read-back)
+    reads = [r for r in replay.sent if urlsplit(r.url or "").path.endswith("/dataset/batchGet")]
+    assert len(reads) == 2
+
+
+def test_recorded_runbook_link_is_patched_in_keyed_by_its_url(replay: Replay) -> None:
+    from upstream_dagster.conformance.proposals import Change
+    from upstream_dagster.datahub.writers import write_change
+
+    graph = GmsGraph(HOST)
+    replay.load("memory_patch")
+    url = "https://upstream.invalid/runbooks/rename/k1"
+    change = Change("add_memory", (url, "Runbook (rename of rebate_amt): check this feed first."))
+    ((receipt, before),) = write_change(graph, RAW, change)
+    assert receipt.written and receipt.aspect == "institutionalMemory", receipt.detail
+    assert before.value is not None and len(before.value["elements"]) == 1  # kept for undo
+    ingest = next(r for r in replay.sent if urlsplit(r.url or "").path == "/aspects")
+    proposal = json.loads(ingest.body or b"{}")["proposal"]
+    body = json.loads(proposal["aspect"]["value"])
+    # one link added by URL; finance's wiki link is never sent, so never overwritten
+    assert proposal["changeType"] == "PATCH"
+    assert body["arrayPrimaryKeys"] == {"elements": ["url"]}
+    assert [op["op"] for op in body["patch"]] == ["add"]
+    assert body["patch"][0]["value"]["url"] == url
+    assert "wiki.acme" not in proposal["aspect"]["value"]
+
+
+def test_recorded_root_cause_column_tag_change_is_one_field_patch(replay: Replay) -> None:
+    from upstream_dagster.conformance.proposals import Change
+    from upstream_dagster.datahub.writers import write_change
+
+    graph = GmsGraph(HOST)
+    replay.load("field_tag_patch")
+    change = Change("add_column_tag", ("rebate_amt", "urn:li:tag:upstream-root-cause"))
+    ((receipt, before),) = write_change(graph, RAW, change)
+    assert receipt.written and receipt.aspect == "editableSchemaMetadata", receipt.detail
+    assert before.value and before.value["editableSchemaFieldInfo"][0]["fieldPath"] == "rebate_amt"
+    ingest = next(r for r in replay.sent if urlsplit(r.url or "").path == "/aspects")
+    proposal = json.loads(ingest.body or b"{}")["proposal"]
+    body = json.loads(proposal["aspect"]["value"])
+    ops = body["patch"] if isinstance(body, dict) else body
+    assert proposal["changeType"] == "PATCH" and len(ops) == 1
+    assert ops[0]["path"].startswith("/editableSchemaFieldInfo/rebate_amt/globalTags/tags/")
+    assert "finance" not in proposal["aspect"]["value"]
 
 
 def test_recorded_large_batches_split_into_requests_under_datahubs_limits(

@@ -27,7 +27,7 @@ def _aspect(graph: object, urn: str, aspect: str) -> dict | None:
 
 def test_vendor_drift_from_sensor_to_resolved_incident(estate: settings_mod.Settings) -> None:
     from upstream_dagster.datahub import open_graph
-    from upstream_dagster.datahub.scribe import incident_urn
+    from upstream_dagster.datahub.scribe import ROOT_TAG, incident_urn
     from upstream_dagster.definitions import build
     from upstream_dagster.defs.reliability import waiting_incidents
     from upstream_dagster.runtime import dagster_instance
@@ -75,6 +75,7 @@ def test_vendor_drift_from_sensor_to_resolved_incident(estate: settings_mod.Sett
         assert "[E" in incident["description"] and incident["entities"] == [v.symptom]
         runbook = _aspect(graph, v.cause, "institutionalMemory")
         assert runbook and "rename" in runbook["elements"][0]["description"]
+        assert incident_urn(outcome.key) in runbook["elements"][0]["description"]
         for urn in (v.cause, v.symptom):
             props = _aspect(graph, urn, "structuredProperties")["properties"]
             names = {p["propertyUrn"].rsplit(":", 1)[-1] for p in props}
@@ -82,7 +83,8 @@ def test_vendor_drift_from_sensor_to_resolved_incident(estate: settings_mod.Sett
         guards = [u for u in graph.search_prefix("urn:li:assertion:upstream-guard-")]
         assert len(guards) == 2
         fields = _aspect(graph, v.cause, "editableSchemaMetadata")["editableSchemaFieldInfo"]
-        assert any(f["fieldPath"] == "discount_amt" for f in fields)
+        root = next(f for f in fields if f["fieldPath"] == v.column)
+        assert ROOT_TAG in {t["tag"] for t in root["globalTags"]["tags"]}
     finally:
         graph.close()
     from upstream_dagster.cli import run_job

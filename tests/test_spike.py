@@ -17,8 +17,8 @@ from upstream_dagster.settings import Settings
 def test_spike_passes_every_surface_on_the_embedded_datahub(estate: Settings) -> None:
     result = CliRunner().invoke(app, ["spike"])
     assert result.exit_code == 0, result.output
-    assert "15/15 surfaces PASS" in result.output
-    for surface in ("raise incident", "custom assertion", "structured property", "timeline"):
+    assert "17/17 surfaces PASS" in result.output
+    for surface in ("raise incident", "structured property", "runbook link", "column tag"):
         assert surface in result.output
 
 

@@ -22,6 +22,7 @@ ChangeKind = Literal[
     "add_assertions",
     "set_structured_property",
     "add_memory",
+    "add_column_tag",
 ]
 
 
@@ -98,8 +99,8 @@ def apply_change(asset: AssetFacts, change: Change) -> AssetFacts:
         prop, *values = change.values
         kept = tuple(p for p in asset.structured_properties if p[0] != prop)
         return replace(asset, structured_properties=tuple(sorted((*kept, (prop, tuple(values))))))
-    if change.kind == "add_memory":
-        return asset  # institutional memory is not a scored requirement
+    if change.kind in ("add_memory", "add_column_tag"):
+        return asset  # institutional memory and column tags are not scored requirements
     if change.kind == "add_assertions":
         new = tuple(
             AssertionFact(assertion_urn(asset.urn, t), f"upstream:{t}") for t in change.values

@@ -85,6 +85,30 @@ def _plain(value: Json) -> str | float:
     return str(value.get("string", next(iter(value.values()), "")))
 
 
+_LIST_PATCHES = {"add_owner", "set_description", "add_term", "set_domain", "add_tag"}
+
+
+def _reads_back(kind: str, values: Sequence[str], back: Json, numbers: set[str]) -> bool:
+    """Whether the value a patch set is what DataHub now shows."""
+    if kind == "set_structured_property":
+        prop, *new = values
+        found = next(
+            (p for p in back.get("properties") or [] if p.get("propertyUrn") == prop), None
+        )
+        shown = [_plain(v) for v in (found or {}).get("values") or []]
+        if prop in numbers:
+            return [float(v) for v in shown] == [float(v) for v in new]
+        return [str(v) for v in shown] == list(new)
+    if kind == "add_column_tag":
+        field_path, tag = values
+        return any(
+            f.get("fieldPath") == field_path
+            and tag in {t.get("tag") for t in (f.get("globalTags") or {}).get("tags") or []}
+            for f in back.get("editableSchemaFieldInfo") or []
+        )
+    return set(values) <= _leaves(back)
+
+
 class GmsGraph:
     transport = "gms"
 
@@ -548,23 +572,49 @@ class GmsGraph:
 
     def _patch_change(self, urn: str, kind: str, values: Sequence[str]) -> Receipt:
         from datahub.metadata.schema_classes import (
+            AuditStampClass,
             DomainAssociationClass,
             GlossaryTermAssociationClass,
+            InstitutionalMemoryMetadataClass,
             OwnerClass,
             OwnershipTypeClass,
             TagAssociationClass,
         )
+        from datahub.specific.aspect_helpers.institutional_memory import (
+            HasInstitutionalMemoryPatch,
+        )
         from datahub.specific.dataset import DatasetPatchBuilder
 
-        builder = DatasetPatchBuilder(urn)
-        aspect = {
-            "add_owner": "ownership",
-            "set_description": "editableDatasetProperties",
-            "add_term": "glossaryTerms",
-            "set_domain": "domains",
-            "add_tag": "globalTags",
-        }[kind]
-        for value in values:
+        from upstream_dagster import clock
+        from upstream_dagster.datahub.writers import ACTOR, WRITERS
+
+        class Builder(DatasetPatchBuilder, HasInstitutionalMemoryPatch):
+            """The SDK's dataset patches plus its institutional-memory patch (keyed by URL)."""
+
+        builder = Builder(urn)
+        aspect = WRITERS[kind][0]
+        numbers: set[str] = set()
+        if kind == "set_structured_property":
+            prop, *new = values
+            numbers = self._number_typed([prop])
+            typed: list[str | float] = [float(v) for v in new] if prop in numbers else list(new)
+            if typed:
+                builder.set_structured_property(prop, typed if len(typed) != 1 else typed[0])
+            else:
+                builder.remove_structured_property(prop)
+        elif kind == "add_memory":
+            url, description = values
+            builder.add_institutional_memory(
+                InstitutionalMemoryMetadataClass(
+                    url=url,
+                    description=description,
+                    createStamp=AuditStampClass(clock.now_ms(), ACTOR),
+                )
+            )
+        elif kind == "add_column_tag":
+            field_path, tag = values
+            builder.for_field(field_path).add_tag(TagAssociationClass(tag))
+        for value in values if kind in _LIST_PATCHES else ():
             if kind == "add_owner":
                 builder.add_owner(OwnerClass(value, OwnershipTypeClass.DATAOWNER))
             elif kind == "set_description":
@@ -578,7 +628,7 @@ class GmsGraph:
         for mcp in builder.build():  # one Rest.li ingestProposal per patch
             self._graph.emit_mcp(mcp)
         back = self.get_aspects([urn], [aspect]).get(urn, {}).get(aspect)
-        if back is None or not set(values) <= _leaves(back):
+        if back is None or not _reads_back(kind, values, back, numbers):
             return Receipt(urn, aspect, False, "GMS accepted the patch but it did not read back")
         return Receipt(urn, aspect, True, "patched in DataHub GMS and read back")
 

@@ -136,13 +136,15 @@ def remember(graph: MetadataGraph, v: Verdict, mttr_minutes: float) -> list[Rece
     return receipts
 
 
-def runbook(graph: MetadataGraph, v: Verdict) -> list[Receipt]:
+def runbook(graph: MetadataGraph, v: Verdict, incident: str | None = None) -> list[Receipt]:
+    """A runbook link on the cause. ``incident`` is the URN DataHub gave the incident (a GMS
+    names it itself); without it, Upstream's own key URN is cited."""
     if not v.concluded or v.cause is None:
         return []
     steps = (
         f"Runbook ({v.failure_class}{' of ' + v.column if v.column else ''}): when "
         f"{v.check.description or 'this check'} fails downstream, check this feed first. "
-        f"Fix: {v.remedy.summary}. Learned from incident {incident_urn(v.key)}."
+        f"Fix: {v.remedy.summary}. Learned from incident {incident or incident_urn(v.key)}."
     )
     url = f"https://upstream.invalid/runbooks/{v.failure_class}/{v.key}"
     return [r for r, _ in write_change(graph, v.cause, Change("add_memory", (url, steps)))]
@@ -153,18 +155,8 @@ def tag_blast_radius(graph: MetadataGraph, v: Verdict, impacted: tuple[str, ...]
         return []
     receipts = []
     if v.column:
-        current = graph.get_aspects([v.cause], ["editableSchemaMetadata"]).get(v.cause, {})
-        value = dict(current.get("editableSchemaMetadata") or {"editableSchemaFieldInfo": []})
-        infos = list(value.get("editableSchemaFieldInfo", []))
-        field = next((f for f in infos if f.get("fieldPath") == v.column), None)
-        if field is None:
-            field = {"fieldPath": v.column, "globalTags": {"tags": []}}
-            infos.append(field)
-        tags = field.setdefault("globalTags", {"tags": []}).setdefault("tags", [])
-        if not any(t.get("tag") == ROOT_TAG for t in tags):
-            tags.append({"tag": ROOT_TAG})
-        value["editableSchemaFieldInfo"] = infos
-        receipts.append(graph.write_aspect(v.cause, "editableSchemaMetadata", value))
+        change = Change("add_column_tag", (v.column, ROOT_TAG))
+        receipts += [r for r, _ in write_change(graph, v.cause, change)]
     for urn in impacted:
         receipts += [r for r, _ in write_change(graph, urn, Change("add_tag", (IMPACT_TAG,)))]
     return receipts

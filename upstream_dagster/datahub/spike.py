@@ -94,7 +94,7 @@ def spike(graph: MetadataGraph) -> list[Surface]:
             from upstream_dagster.datahub.writers import write_change
 
             ((receipt, _),) = write_change(graph, scratch, Change(kind, values))
-            return _read_back(graph, receipt, aspect, lambda v: values[0] in str(v))
+            return _read_back(graph, receipt, aspect, lambda v: all(x in str(v) for x in values))
 
         return run
 
@@ -187,8 +187,12 @@ def spike(graph: MetadataGraph) -> list[Surface]:
             "add_tag", "urn:li:tag:upstream-spike")),
         ("glossary term", "PATCH glossaryTerms" if patch else "read-modify-write", patched(
             "add_term", "urn:li:glossaryTerm:upstream-spike")),
-        ("structured property", "PATCH structuredProperties" if gms else "Lite write",
+        ("structured property", "PATCH structuredProperties" if patch else "Lite write",
          structured),
+        ("runbook link", "PATCH institutionalMemory" if patch else "read-modify-write", patched(
+            "add_memory", "https://upstream.invalid/runbooks/spike", "Upstream spike runbook")),
+        ("column tag", "PATCH editableSchemaMetadata field" if patch else "read-modify-write",
+         patched("add_column_tag", "spike_column", "urn:li:tag:upstream-spike")),
         ("custom assertion", "GraphQL upsertCustomAssertion" if gms else "Lite write",
          custom_assertion),
         ("assertion result", "GraphQL reportAssertionResult" if gms else "Lite write", result),

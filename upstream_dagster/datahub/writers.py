@@ -19,8 +19,18 @@ from upstream_dagster.errors import UpstreamError
 
 log = logging.getLogger(__name__)
 ACTOR = "urn:li:corpuser:upstream"
-# Changes a DataHub server applies as patches; the rest are read-modify-write everywhere.
-PATCHABLE = {"add_owner", "set_description", "add_term", "set_domain", "add_tag"}
+# Changes a DataHub server applies as patches (only the change travels, so nobody else's
+# values are rewritten); on `lite` every change is read-modify-write.
+PATCHABLE = {
+    "add_owner",
+    "set_description",
+    "add_term",
+    "set_domain",
+    "add_tag",
+    "set_structured_property",
+    "add_memory",
+    "add_column_tag",
+}
 
 
 @dataclass(frozen=True)
@@ -93,13 +103,30 @@ def _structured(current: Json | None, values: tuple[str, ...]) -> Json:
 
 
 def _memory(current: Json | None, values: tuple[str, ...]) -> Json:
-    """values: (url, description) — adds one link to the asset's institutional memory."""
+    """values: (url, description) — adds one link to the asset's institutional memory, or
+    replaces the link with that URL (as DataHub's patch, keyed by URL, does)."""
     url, description = values
     value = dict(current or {"elements": []})
-    elements = list(value.get("elements", []))
-    if not any(e.get("url") == url for e in elements):
-        elements.append({"url": url, "description": description, "createStamp": _stamp()})
+    elements = [e for e in value.get("elements", []) if e.get("url") != url]
+    elements.append({"url": url, "description": description, "createStamp": _stamp()})
     value["elements"] = elements
+    return value
+
+
+def _column_tag(current: Json | None, values: tuple[str, ...]) -> Json:
+    """values: (field path, tag URN) — tags one column, keeps every other field's edits."""
+    field_path, tag = values
+    value = dict(current or {"editableSchemaFieldInfo": []})
+    infos = [dict(f) for f in value.get("editableSchemaFieldInfo", [])]
+    field = next((f for f in infos if f.get("fieldPath") == field_path), None)
+    if field is None:
+        field = {"fieldPath": field_path}
+        infos.append(field)
+    tags = list((field.get("globalTags") or {}).get("tags", []))
+    if not any(t.get("tag") == tag for t in tags):
+        tags.append({"tag": tag})
+    field["globalTags"] = {**(field.get("globalTags") or {}), "tags": tags}
+    value["editableSchemaFieldInfo"] = infos
     return value
 
 
@@ -112,6 +139,7 @@ WRITERS: dict[str, tuple[str, Callable[[Json | None, tuple[str, ...]], Json]]] =
     "add_tag": ("globalTags", _tags),
     "set_structured_property": ("structuredProperties", _structured),
     "add_memory": ("institutionalMemory", _memory),
+    "add_column_tag": ("editableSchemaMetadata", _column_tag),
 }
 
 
@@ -130,9 +158,7 @@ def _write(
 def write_change(graph: MetadataGraph, urn: str, change: Change) -> list[tuple[Receipt, PreImage]]:
     if change.kind == "add_assertions":
         return [
-            _write(
-                graph, assertion_urn(urn, t), "assertionInfo", lambda _cur, t=t: _assertion(urn, t)
-            )
+            _write(graph, assertion_urn(urn, t), "assertionInfo", _assertion_builder(urn, t))
             for t in change.values
         ]
     aspect, merge = WRITERS[change.kind]
@@ -147,6 +173,10 @@ def write_change(graph: MetadataGraph, urn: str, change: Change) -> list[tuple[R
             receipt = Receipt(urn, aspect, False, f"patch failed: {exc}")
         return [(receipt, before)]
     return [_write(graph, urn, aspect, lambda cur: merge(cur, change.values))]
+
+
+def _assertion_builder(dataset: str, template: str) -> Callable[[Json | None], Json]:
+    return lambda _current: _assertion(dataset, template)
 
 
 def _assertion(dataset: str, template: str) -> Json:

@@ -110,10 +110,12 @@ def write_back(
     passed, message = _check_passes(settings, v)
     graph = open_graph(settings)
     try:
-        receipts = [scribe.close_incident(graph, v, passed, message)]
+        closed = scribe.close_incident(graph, v, passed, message)
+        receipts = [closed]
         if passed:
             minutes = (clock.observed_ms() - v.window.symptom_ms) / 60000
-            receipts += scribe.runbook(graph, v)
+            # cite the incident by the URN DataHub holds it under (a GMS names it itself)
+            receipts += scribe.runbook(graph, v, closed.urn if closed.written else None)
             receipts += scribe.remember(graph, v, minutes)
             # the datasets between cause and symptom, the symptom, and the dashboards beyond
             path = v.ranked[0][0].path[1:] if v.ranked else ()
