@@ -15,7 +15,7 @@ from upstream_dagster.conformance.context import (
 from upstream_dagster.conformance.requirements import CHECKS, evaluate
 from upstream_dagster.conformance.risk import WEIGHTS, RiskModel, rank_violations
 from upstream_dagster.conformance.scope import Scope, SelectorHit
-from upstream_dagster.conformance.score import render, score
+from upstream_dagster.conformance.score import render, render_markdown, score
 from upstream_dagster.spec.models import EstateSpec, Requirements
 
 HOUR = 3_600_000
@@ -125,6 +125,23 @@ def test_scoring_is_per_check_and_a_twin_counts_once() -> None:
     assert dial.overall.percent == 50.0
     text = render(dial)
     assert "overall" in text and "1 not evaluable" in text and text == render(dial)
+    assert "Nothing was scored" not in text and "match no dataset" not in text
+
+
+def test_a_dial_with_nothing_scored_shows_no_percentage_and_names_the_empty_selectors() -> None:
+    ctx = ctx_of(good())
+    scope = Scope(
+        tier_of=(),
+        selector_hits=(SelectorHit("gold", 0, 0, "names: fct_*"), SelectorHit("silver", 0, 0)),
+        unmatched=(A,),
+    )
+    dial = score(ctx, spec(), scope, NOW)
+    text = render(dial)
+    overall = next(line for line in text.splitlines() if line.startswith("overall"))
+    assert overall.split()[-1] == "n/a" and "0.0%" not in text
+    assert "Nothing was scored" in text and "(1 datasets seen, none selected)" in text
+    assert "gold match[0] (names: fct_*); silver match[0]" in text
+    assert "| n/a |" in render_markdown(dial) and "Nothing was scored" in render_markdown(dial)
 
 
 def test_risk_weights_sum_to_one_and_explain_shows_missing_history_as_not_evaluable() -> None:

@@ -85,3 +85,24 @@ def test_the_coverage_loop_works_on_the_showcase(
     assert ": equal" in cli("verify")
     cli("reset", "--yes")
     assert "35.7%" in cli("score").splitlines()[4]
+
+
+def test_an_estate_file_that_selects_nothing_here_says_so_and_fails(
+    showcase_state: tuple[Path, str],
+) -> None:
+    """The demo's estate.yaml names the demo's tags and tables: on DataHub's sample estate it
+    selects nothing, and the scheduler or person running the score must not read that as 0%."""
+    state, _ = showcase_state
+    done = subprocess.run(
+        [sys.executable, "-m", "upstream_dagster.cli", "score", "--estate", "estate.yaml"],
+        cwd=ROOT,
+        env={**os.environ, "UPSTREAM_STATE_DIR": str(state)},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 1, done.stdout[-2000:] + done.stderr[-2000:]
+    overall = next(line for line in done.stdout.splitlines() if line.startswith("overall"))
+    assert overall.split()[1:] == ["0", "assets", "0", "checks", "0", "passed", "n/a"]
+    assert "Nothing was scored" in done.stdout and "54 datasets seen" in done.stdout
+    assert "tier-1 match[0] (tags: tier1)" in done.stdout  # which selector, as the file says it

@@ -141,7 +141,10 @@ def score(estate: EstateOption = None) -> None:
         result = run_job(settings, "score")
     except UpstreamError as exc:
         _fail(exc)
-    out.print(render(result.output_for_node("conformance")), end="", markup=False, highlight=False)
+    dial = result.output_for_node("conformance")
+    out.print(render(dial), end="", markup=False, highlight=False)
+    if not dial.overall.checks:  # a yardstick that measures nothing is a broken estate file
+        raise typer.Exit(1)
 
 
 def _latest_metadata(settings: settings_mod.Settings, key: str) -> dict[str, Any]:

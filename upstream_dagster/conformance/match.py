@@ -35,7 +35,7 @@ def resolve(ctx: MetadataContext, spec: EstateSpec) -> Scope:
     for tier in spec.tiers:
         for index, selector in enumerate(tier.match):
             found = [a.urn for a in datasets if matches(a, selector)]
-            hits.append(SelectorHit(tier.name, index, len(found)))
+            hits.append(SelectorHit(tier.name, index, len(found), selector.describe()))
             for urn in found:
                 tier_of.setdefault(urn, tier.name)
     unmatched = tuple(sorted(a.urn for a in datasets if a.urn not in tier_of))

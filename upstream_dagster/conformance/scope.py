@@ -12,6 +12,10 @@ class SelectorHit:
     tier: str
     index: int  # position of the selector in the tier's `match` list
     matched: int
+    label: str = ""  # the selector as estate.yaml wrote it
+
+    def name(self) -> str:
+        return f"{self.tier} match[{self.index}]" + (f" ({self.label})" if self.label else "")
 
 
 @dataclass(frozen=True)

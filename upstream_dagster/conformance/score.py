@@ -79,12 +79,38 @@ def score(ctx: MetadataContext, spec: EstateSpec, scope: Scope, now_ms: int) -> 
     )
 
 
+def _percent(t: Tally) -> str:
+    """A tally with no checks has no percentage: 'n/a', never a 0% that reads as failing."""
+    return f"{t.percent:.1f}%" if t.checks else "n/a"
+
+
 def _row(label: str, t: Tally, width: int) -> str:
     ne = f"  {t.not_evaluable:>3} not evaluable" if t.not_evaluable else ""
     return (
         f"{label:<{width}} {t.assets:>5} assets {t.checks:>6} checks {t.passed:>6} passed "
-        f"{t.percent:>6.1f}%{ne}"
+        f"{_percent(t):>7}{ne}"
     )
+
+
+def warnings(dial: Dial) -> list[str]:
+    """What a reader must know before trusting the dial: nothing scored, selectors that match
+    nothing (usually a typo in a tag, domain or name pattern)."""
+    out = []
+    empty = [h.name() for h in dial.selector_hits if not h.matched]
+    if not dial.overall.checks:
+        seen = len(dial.unmatched)
+        out.append(
+            "Nothing was scored: no dataset in DataHub matches a tier of estate.yaml"
+            + (f" ({seen} datasets seen, none selected)." if seen else " (DataHub holds none).")
+            + " Fix: point the tiers' selectors (names, platforms, tags, domains, terms, owners)"
+            " at this estate's datasets."
+        )
+    if empty:
+        out.append(
+            f"{len(empty)} selector(s) match no dataset (check the tag, domain, term or name "
+            f"pattern): {'; '.join(empty)}"
+        )
+    return out
 
 
 def render(dial: Dial) -> str:
@@ -95,6 +121,10 @@ def render(dial: Dial) -> str:
     lines.append("")
     lines.append("by requirement")
     lines.extend(_row(name, tally, width) for name, tally in dial.by_requirement)
+    notes = warnings(dial)
+    if notes:
+        lines.append("")
+        lines.extend(notes)
     if dial.unmatched:
         lines.append("")
         lines.append(
@@ -112,14 +142,15 @@ def render_markdown(dial: Dial) -> str:
 
     def rows(items: Iterable[tuple[str, Tally]]) -> str:
         return "".join(
-            f"| {n} | {t.assets} | {t.checks} | {t.passed} | {t.not_evaluable} | "
-            f"{t.percent:.1f}% |\n"
+            f"| {n} | {t.assets} | {t.checks} | {t.passed} | {t.not_evaluable} | {_percent(t)} |\n"
             for n, t in items
         )
 
     overall = rows([("**overall**", dial.overall)])
     text = "### By tier\n\n" + head + rows(dial.by_tier) + overall
     text += "\n### By requirement\n\n" + head + rows(dial.by_requirement)
+    for note in warnings(dial):
+        text += f"\n**{note}**\n"
     if dial.unmatched:
         text += f"\n{len(dial.unmatched)} datasets match no tier and are not scored.\n"
     return text

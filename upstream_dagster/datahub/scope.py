@@ -37,7 +37,7 @@ def resolve_scope(graph: MetadataGraph, spec: EstateSpec, ctx: MetadataContext) 
         for index, selector in enumerate(tier.match):
             matched = {primary.get(u, u) for u in graph.search(selector_query(selector))}
             matched &= datasets
-            hits.append(SelectorHit(tier.name, index, len(matched)))
+            hits.append(SelectorHit(tier.name, index, len(matched), selector.describe()))
             for urn in sorted(matched):
                 tier_of.setdefault(urn, tier.name)
     unmatched = tuple(sorted(datasets - tier_of.keys()))

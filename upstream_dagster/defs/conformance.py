@@ -169,7 +169,7 @@ def conformance_defs(
         ),
     )
     def every_selector_matches(conformance: Dial) -> dg.AssetCheckResult:
-        empty = [f"{h.tier} match[{h.index}]" for h in conformance.selector_hits if not h.matched]
+        empty = [h.name() for h in conformance.selector_hits if not h.matched]
         return dg.AssetCheckResult(
             passed=not empty,
             metadata={"empty_selectors": ", ".join(empty) or "none"},

@@ -47,6 +47,12 @@ class Selector(Strict):
     owners: list[str] = Field(default_factory=list, description="user names or URNs")
     urns: list[str] = Field(default_factory=list, description="explicit dataset URNs")
 
+    def describe(self) -> str:
+        """The selector as estate.yaml wrote it, e.g. 'tags: tier1; names: fct_*, agg_*'."""
+        keys = ("domains", "names", "platforms", "tags", "terms", "owners", "urns")
+        parts = [f"{k}: {', '.join(getattr(self, k))}" for k in keys if getattr(self, k)]
+        return "; ".join(parts) or "(empty)"
+
     @field_validator("names")
     @classmethod
     def _globs(cls, names: list[str]) -> list[str]:
