@@ -54,6 +54,12 @@ def test_read_path_works_on_the_showcase(showcase_state: tuple[Path, str]) -> No
     assert any(a.terms for a in datasets) and any(a.domains for a in datasets)
     assert any(a.structured_properties for a in datasets)
     assert any(a.entity_type == "dashboard" and a.upstreams for a in ctx.assets)
+    # display names come from the entities' own aspects, read in the slices that reference them
+    group = "urn:li:corpGroup:b2fd91.1e0398a3-113f-475e-b6fc-32ab72a634d2"
+    assert ctx.display(group) == "DataHub SE Team"
+    assert ctx.display("urn:li:corpuser:nobody") == "nobody"  # unknown: the URN's tail
+    owners = {o for a in datasets for o in a.owners}
+    assert sum(1 for o in owners if ctx.display(o) != o.rsplit(":", 1)[-1]) >= 10
 
 
 def test_the_coverage_loop_works_on_the_showcase(
@@ -81,6 +87,9 @@ def test_the_coverage_loop_works_on_the_showcase(
     )
     planned = cli("plan")
     assert "35.7% ->" in planned
+    # the reviewer reads DataHub's display names, not the pack's UUID-shaped URNs
+    assert "add_owner DataHub SE Team" in planned and "add_term PII" in planned
+    assert "add_owner urn:li:corpGroup" not in planned
     cli("approve", "--all", "--reviewer", "datahub", "--yes")
     assert ": equal" in cli("verify")
     cli("reset", "--yes")

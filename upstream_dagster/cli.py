@@ -171,7 +171,7 @@ def plan() -> None:
     )
     for p in batch.proposals:
         price = p.price
-        value = p.change.values[0] if p.change.values else ""
+        value = batch.display(p.change.values[0]) if p.change.values else ""
         out.print(
             f"  {p.id}  {p.requirement:<22} {p.asset.split(',')[1] if ',' in p.asset else p.asset}"
             f"  {p.change.kind} {value[:60]}  "

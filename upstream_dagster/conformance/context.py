@@ -149,10 +149,23 @@ class MetadataContext:
     assets: tuple[AssetFacts, ...]
     slices: tuple[SliceReport, ...] = ()
     column_edges: tuple[tuple[str, str], ...] = field(default=())
+    # Display names DataHub holds for the owners, groups, domains, terms and tags assets
+    # reference (corpUserInfo, corpGroupInfo, domainProperties, glossaryTermInfo, tagProperties)
+    names: tuple[tuple[str, str], ...] = field(default=())
 
     @cached_property
     def by_urn(self) -> Mapping[str, AssetFacts]:
         return {a.urn: a for a in self.assets}
+
+    @cached_property
+    def name_of(self) -> Mapping[str, str]:
+        return dict(self.names)
+
+    def display(self, urn: str) -> str:
+        """What a person calls ``urn``: DataHub's display name, else the URN's readable tail."""
+        from upstream_dagster.spec.urns import short
+
+        return self.name_of.get(urn) or short(urn)
 
     @cached_property
     def primary_of(self) -> Mapping[str, str]:

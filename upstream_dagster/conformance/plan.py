@@ -46,6 +46,13 @@ class Plan:
     unfixable: tuple[Unfixable, ...]
     dropped: int  # proposals with no simulated benefit
     deferred: int = 0  # priced proposals beyond max_proposals_per_run: the next batch's
+    names: tuple[tuple[str, str], ...] = ()  # display names of the URNs the batch would write
+
+    def display(self, value: str) -> str:
+        """A proposed value as a reviewer reads it: DataHub's display name for a URN."""
+        if not value.startswith("urn:"):
+            return value
+        return dict(self.names).get(value) or short(value)
 
 
 def _walk(ctx: MetadataContext, start: str, direction: str) -> Iterator[AssetFacts]:
@@ -65,7 +72,7 @@ def infer_owner(
     for up in _walk(ctx, a.urn, "upstreams"):
         if up.owners:
             return Change("add_owner", (up.owners[0],)), (
-                f"lineage: {short(up.owners[0])} owns {short(up.urn)}, upstream producer",
+                f"lineage: {ctx.display(up.owners[0])} owns {short(up.urn)}, upstream producer",
             )
     for domain in a.domains:
         owners = Counter(o for x in ctx.datasets() if domain in x.domains for o in x.owners)
@@ -75,7 +82,8 @@ def infer_owner(
                 sum(owners.values()),
             )
             return Change("add_owner", (owner,)), (
-                f"domain: {short(owner)} owns {n} of {total} owned assets in {short(domain)}",
+                f"domain: {ctx.display(owner)} owns {n} of {total} owned assets in "
+                f"{ctx.display(domain)}",
             )
     path = dict(a.properties).get("dbt_file_path", "")
     author = (authors or {}).get(path)
@@ -129,16 +137,18 @@ def infer_term(ctx: MetadataContext, a: AssetFacts) -> tuple[Change, tuple[str, 
         if column_terms:
             term = min(column_terms, key=lambda t: (-column_terms[t], t))
             return Change("add_term", (term,)), (
-                f"column lineage: upstream columns feeding it carry {short(term)}",
+                f"column lineage: upstream columns feeding it carry {ctx.display(term)}",
             )
     if column_terms:
         term = min(column_terms, key=lambda t: (-column_terms[t], t))
         cols = [c.path for c in a.columns if term in c.terms]
-        return Change("add_term", (term,)), (f"columns {', '.join(cols[:3])} carry {short(term)}",)
+        return Change("add_term", (term,)), (
+            f"columns {', '.join(cols[:3])} carry {ctx.display(term)}",
+        )
     for up in _walk(ctx, a.urn, "upstreams"):
         if len(up.terms) == 1:
             return Change("add_term", up.terms), (
-                f"lineage: upstream {short(up.urn)} carries {short(up.terms[0])}",
+                f"lineage: upstream {short(up.urn)} carries {ctx.display(up.terms[0])}",
             )
     return None
 
@@ -147,7 +157,7 @@ def infer_domain(ctx: MetadataContext, a: AssetFacts) -> tuple[Change, tuple[str
     for up in _walk(ctx, a.urn, "upstreams"):
         if len(up.domains) == 1:
             return Change("set_domain", up.domains), (
-                f"lineage: upstream {short(up.urn)} is in {short(up.domains[0])}",
+                f"lineage: upstream {short(up.urn)} is in {ctx.display(up.domains[0])}",
             )
     return None
 
@@ -267,4 +277,6 @@ def plan(
     projected = simulate(ctx, spec, batch, now_ms)
     digest = batch_digest(batch, base.overall.percent)
     deferred = len(priced) - len(batch)
-    return Plan(digest, base, projected, batch, tuple(unfixable), dropped, deferred)
+    mentioned = {v for p in batch for v in p.change.values if v in ctx.name_of}
+    names = tuple(sorted((v, ctx.name_of[v]) for v in mentioned))
+    return Plan(digest, base, projected, batch, tuple(unfixable), dropped, deferred, names)

@@ -38,6 +38,7 @@ class _Raw:
     urns: list[str] = field(default_factory=list)
     aspects: dict[str, dict[str, Json]] = field(default_factory=lambda: defaultdict(dict))
     slices: list[SliceReport] = field(default_factory=list)
+    names: dict[str, str] = field(default_factory=dict)
 
 
 def _slice(
@@ -59,6 +60,55 @@ def _slice(
             "" if items else empty_reason,
         )
     )
+
+
+# Where DataHub keeps the name a person knows an entity by, most specific first.
+NAME_ASPECTS: dict[str, tuple[tuple[str, str], ...]] = {
+    "corpuser": (
+        ("corpUserEditableInfo", "displayName"),
+        ("corpUserInfo", "displayName"),
+        ("corpUserInfo", "fullName"),
+    ),
+    "corpGroup": (("corpGroupInfo", "displayName"),),
+    "domain": (("domainProperties", "name"),),
+    "glossaryTerm": (("glossaryTermInfo", "name"),),
+    "tag": (("tagProperties", "name"),),
+}
+
+
+def _read_names(raw: _Raw, graph: MetadataGraph, keys: tuple[str, ...]) -> int:
+    """Display names of the entities the assets reference under ``keys`` (one batched read)."""
+    urns = sorted(
+        {
+            str(u)
+            for aspects in raw.aspects.values()
+            for key in keys
+            for u in _referenced(aspects, key)
+            if str(u).startswith("urn:li:") and str(u) not in raw.names
+        }
+    )
+    kinds = {urn.split(":")[2] for urn in urns}
+    wanted = sorted({a for k in kinds for a, _ in NAME_ASPECTS.get(k, ())})
+    if not urns or not wanted:
+        return 0
+    found = graph.get_aspects(urns, wanted)
+    for urn, aspects in found.items():
+        for aspect, key in NAME_ASPECTS.get(urn.split(":")[2], ()):
+            name = str((aspects.get(aspect) or {}).get(key) or "").strip()
+            if name:
+                raw.names[urn] = name
+                break
+    return len(found)
+
+
+def _referenced(aspects: dict[str, Json], key: str) -> list[Any]:
+    if key == "owners":
+        return [o.get("owner") for o in (aspects.get("ownership") or {}).get("owners", [])]
+    if key == "domains":
+        return list((aspects.get("domains") or {}).get("domains", []))
+    if key == "terms":
+        return [t.get("urn") for t in (aspects.get("glossaryTerms") or {}).get("terms", [])]
+    return [t.get("tag") for t in (aspects.get("globalTags") or {}).get("tags", [])]
 
 
 def _read_aspects(raw: _Raw, graph: MetadataGraph, names: list[str]) -> int:
@@ -89,7 +139,18 @@ def read_context(graph: MetadataGraph, as_of_ms: int) -> MetadataContext:
 
     def governance() -> int:
         n = _read_aspects(raw, graph, ["structuredProperties", "domains", "globalTags", "status"])
+        _read_names(raw, graph, ("domains", "tags"))
         return n + _incidents(graph, incidents)
+
+    def glossary() -> int:
+        n = _read_aspects(raw, graph, ["glossaryTerms"])
+        _read_names(raw, graph, ("terms",))
+        return n
+
+    def ownership() -> int:
+        n = _read_aspects(raw, graph, ["ownership"])
+        _read_names(raw, graph, ("owners",))
+        return n
 
     _slice(raw, graph, "asset_search", search, "DataHub holds no datasets, dashboards or charts")
     _slice(raw, graph, "lineage", lineage, "no lineage aspects in DataHub")
@@ -102,13 +163,7 @@ def read_context(graph: MetadataGraph, as_of_ms: int) -> MetadataContext:
         "no schemaMetadata on any asset",
     )
     _slice(raw, graph, "governance", governance, "no structured properties, domains or tags")
-    _slice(
-        raw,
-        graph,
-        "glossary",
-        lambda: _read_aspects(raw, graph, ["glossaryTerms"]),
-        "no glossary terms on any asset",
-    )
+    _slice(raw, graph, "glossary", glossary, "no glossary terms on any asset")
     _slice(
         raw,
         graph,
@@ -128,13 +183,7 @@ def read_context(graph: MetadataGraph, as_of_ms: int) -> MetadataContext:
         ),
         "no documentation aspects",
     )
-    _slice(
-        raw,
-        graph,
-        "ownership",
-        lambda: _read_aspects(raw, graph, ["ownership"]),
-        "no owners anywhere in the graph",
-    )
+    _slice(raw, graph, "ownership", ownership, "no owners anywhere in the graph")
     return _assemble(raw, edges, assertions, incidents, runs_by_output, as_of_ms, graph.transport)
 
 
@@ -387,6 +436,7 @@ def _assemble(
         assets=tuple(assets),
         slices=tuple(raw.slices),
         column_edges=tuple(sorted(column_edges)),
+        names=tuple(sorted(raw.names.items())),
     )
 
 
