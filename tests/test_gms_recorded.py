@@ -75,6 +75,14 @@ def replay(monkeypatch: pytest.MonkeyPatch) -> Iterator[Replay]:
     assert not adapter.queue, f"{len(adapter.queue)} recorded exchanges were never requested"
 
 
+def _sent_patch(replay: Replay) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The first proposal sent to Rest.li `/aspects` and its JSON-patch operations."""
+    ingest = next(r for r in replay.sent if urlsplit(r.url or "").path == "/aspects")
+    proposal: dict[str, Any] = json.loads(ingest.body or b"{}")["proposal"]
+    body = json.loads(proposal["aspect"]["value"])
+    return proposal, body["patch"] if isinstance(body, dict) else body
+
+
 def test_recorded_search_pages_through_scroll_results(replay: Replay) -> None:
     graph = GmsGraph(HOST)
     replay.load("search_paged")
@@ -176,6 +184,7 @@ def test_recorded_writer_patches_an_owner_without_rewriting_the_others(replay: R
 # -- writes through DataHub's own GraphQL mutations ---------------------------------------------
 KEY = "urn:li:incident:upstream-0123456789abcdef0123"
 RAW = "urn:li:dataset:(urn:li:dataPlatform:duckdb,acme.raw.rebates,PROD)"
+RAW_DBT = "urn:li:dataset:(urn:li:dataPlatform:dbt,acme.raw.rebates,PROD)"
 GUARD = "urn:li:assertion:upstream-guard-00aa11bb22cc33dd"
 SERVER_INCIDENT = "urn:li:incident:7d3c1f0e-51b2-4a57-9d0c-2f4b8e1a6c90"
 
@@ -351,10 +360,7 @@ def test_recorded_root_cause_column_tag_change_is_one_field_patch(replay: Replay
     ((receipt, before),) = write_change(graph, RAW, change)
     assert receipt.written and receipt.aspect == "editableSchemaMetadata", receipt.detail
     assert before.value and before.value["editableSchemaFieldInfo"][0]["fieldPath"] == "rebate_amt"
-    ingest = next(r for r in replay.sent if urlsplit(r.url or "").path == "/aspects")
-    proposal = json.loads(ingest.body or b"{}")["proposal"]
-    body = json.loads(proposal["aspect"]["value"])
-    ops = body["patch"] if isinstance(body, dict) else body
+    proposal, ops = _sent_patch(replay)
     assert proposal["changeType"] == "PATCH" and len(ops) == 1
     assert ops[0]["path"].startswith("/editableSchemaFieldInfo/rebate_amt/globalTags/tags/")
     assert "finance" not in proposal["aspect"]["value"]
@@ -537,10 +543,7 @@ def test_recorded_column_tag_is_patched_onto_the_field_alone(replay: Replay) -> 
     }
     receipt = graph.write_aspect(RAW, "editableSchemaMetadata", wanted)
     assert receipt.written and "1 column tag" in receipt.detail
-    ingest = next(r for r in replay.sent if urlsplit(r.url or "").path == "/aspects")
-    proposal = json.loads(ingest.body or b"{}")["proposal"]
-    body = json.loads(proposal["aspect"]["value"])
-    ops = body["patch"] if isinstance(body, dict) else body
+    proposal, ops = _sent_patch(replay)
     # one added tag on one field; finance's description and the pii tag are never sent
     assert proposal["changeType"] == "PATCH" and len(ops) == 1
     assert ops[0]["path"].startswith("/editableSchemaFieldInfo/rebate_amt/globalTags/tags/")
@@ -614,3 +617,46 @@ def test_recorded_refused_mutation_is_a_receipt_not_a_crash(replay: Replay) -> N
     )
     assert not receipt.written
     assert "refused" in receipt.detail and "Unauthorized" in receipt.detail
+
+
+def test_recorded_investigation_reads_a_node_as_siblings_profiles_and_its_timeline(
+    replay: Replay,
+) -> None:
+    """On a server an investigated node costs three requests: its siblings (batchGet), its
+    profiles as timeseries values stamped with their own times, and its schema changes from the
+    timeline. Schema versions are never read one request at a time."""
+    from upstream_dagster.datahub.probe import profiles_of, read_history, schema_changes
+
+    graph = GmsGraph(HOST)
+    replay.load("node_history")
+    history = read_history(graph, RAW_DBT)
+    assert "schemaMetadata" not in history
+    assert history["siblings"][-1].value["primary"] is True
+    profiles = profiles_of(history["datasetProfile"])
+    assert [(p.at_ms, p.columns[0][1].null_share) for p in profiles] == [
+        (1795900000000, 0.0),
+        (1795990600000, 1.0),
+    ]
+    asked = json.loads(replay.sent[2].body or b"{}")
+    assert asked["aspect"] == "datasetProfile" and asked["urn"] == RAW_DBT
+    events = schema_changes(graph, RAW_DBT, history)
+    assert [(e.at_ms, e.operation, e.column) for e in events] == [
+        (1795990000000, "REMOVE", "rebate_amt"),
+        (1795990000000, "ADD", "rebate_amount"),
+    ]
+    assert graph.counter.calls == 3  # one request each (the connect is not counted)
+
+
+def test_recorded_a_servers_node_reads_replay_from_the_incident_record(replay: Replay) -> None:
+    """What an investigation on a server read (siblings, profiles, timeline) is kept in its
+    record and answers the same questions again with no DataHub at all."""
+    from upstream_dagster.datahub.probe import read_history, schema_changes
+    from upstream_dagster.datahub.recording import RecordingGraph, ReplayGraph
+
+    replay.load("node_history")
+    live = RecordingGraph(GmsGraph(HOST))
+    events = schema_changes(live, RAW_DBT, read_history(live, RAW_DBT))
+    calls = sorted(r["call"] for r in live.reads)
+    assert calls == ["aspect_history", "get_aspects", "timeline"]
+    again = ReplayGraph(json.loads(json.dumps(live.reads)))
+    assert schema_changes(again, RAW_DBT, read_history(again, RAW_DBT)) == events

@@ -320,3 +320,74 @@ def test_losing_rows_is_named_a_volume_drop_even_when_the_newest_row_went_too() 
     top, score = inv.ranked[0]
     assert (top.cause, top.failure_class) == (SRC, "volume_drop")
     assert score.support == 1.0  # a relation-level failure needs no column lineage
+
+
+def test_a_checks_column_is_read_from_every_kind_of_datahub_assertion() -> None:
+    from upstream_dagster.datahub.readpath import assertion_column, assertion_columns
+
+    ds = "urn:li:dataset:(urn:li:dataPlatform:snowflake,shop.billing.invoices,PROD)"
+    field_urn = f"urn:li:schemaField:({ds},amount_due)"
+    native_field = {  # a DataHub field assertion (UI, Observe, the SDK)
+        "type": "FIELD",
+        "fieldAssertion": {
+            "type": "FIELD_VALUES",
+            "entity": ds,
+            "fieldValuesAssertion": {"field": {"path": "amount_due", "type": "NUMBER"}},
+        },
+    }
+    metric = {
+        "type": "FIELD",
+        "fieldAssertion": {
+            "type": "FIELD_METRIC",
+            "entity": ds,
+            "fieldMetricAssertion": {"field": {"path": "amount_due"}, "metric": "NULL_COUNT"},
+        },
+    }
+    expectations = {  # Great Expectations / older dbt sources: a column-scoped dataset assertion
+        "type": "DATASET",
+        "datasetAssertion": {"dataset": ds, "scope": "DATASET_COLUMN", "fields": [field_urn]},
+    }
+    custom = {"type": "CUSTOM", "customAssertion": {"entity": ds, "field": field_urn}}
+    for info in (native_field, metric, expectations, custom):
+        assert assertion_column(info) == "amount_due", info
+    table = {"type": "VOLUME", "volumeAssertion": {"entity": ds}}
+    two = {"type": "DATASET", "datasetAssertion": {"dataset": ds, "fields": [field_urn, "b"]}}
+    assert assertion_column(table) is None and assertion_column(two) is None
+    assert assertion_columns(two) == ["amount_due", "b"]
+
+
+def test_a_change_seen_on_the_warehouse_twin_counts_once_at_its_first_sighting() -> None:
+    from upstream_dagster.datahub.model import AspectVersion
+    from upstream_dagster.datahub.probe import merged_schema_events, schema_events
+
+    def schema(*cols: str) -> dict[str, Any]:
+        return {"fields": [{"fieldPath": c, "nativeDataType": "NUMBER"} for c in cols]}
+
+    dbt = [
+        AspectVersion(1, 100, schema("id", "fee")),
+        AspectVersion(2, 500, schema("id", "charge")),
+    ]
+    table = [
+        AspectVersion(1, 90, schema("ID", "FEE")),
+        AspectVersion(2, 300, schema("ID", "CHARGE")),
+    ]
+    warehouse_only = [
+        AspectVersion(1, 90, schema("id", "fee")),
+        AspectVersion(2, 300, schema("id")),
+    ]
+    events = merged_schema_events(schema_events("urn:x", dbt), [schema_events("urn:x", table)])
+    late = [e for e in events if e.at_ms > 100]
+    assert {(e.operation, e.column.lower()) for e in late} == {("REMOVE", "fee"), ("ADD", "charge")}
+    assert all(e.at_ms == 300 for e in late)  # the twin saw it first
+    own = schema_events("urn:x", [AspectVersion(1, 100, schema("id", "fee"))])
+    alone = merged_schema_events(own, [schema_events("urn:x", warehouse_only)])
+    assert [(e.operation, e.column) for e in alone if e.at_ms > 100] == [("REMOVE", "fee")]
+    # a rename, its undo and the same rename again: the recurrence is a change of its own
+    again = [
+        AspectVersion(1, 100, schema("id", "fee")),
+        AspectVersion(2, 200, schema("id", "charge")),
+        AspectVersion(3, 300, schema("id", "fee")),
+        AspectVersion(4, 400, schema("id", "charge")),
+    ]
+    both = merged_schema_events(schema_events("urn:x", again), [schema_events("urn:x", again)])
+    assert [e.at_ms for e in both if (e.operation, e.column) == ("REMOVE", "fee")] == [200, 400]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -115,3 +116,72 @@ def test_an_estate_file_that_selects_nothing_here_says_so_and_fails(
     assert overall.split()[1:] == ["0", "assets", "0", "checks", "0", "passed", "n/a"]
     assert "Nothing was scored" in done.stdout and "54 datasets seen" in done.stdout
     assert "tier-1 match[0] (tags: tier1)" in done.stdout  # which selector, as the file says it
+
+
+def test_a_rename_seen_only_on_the_warehouse_twin_is_found_on_an_estate_upstream_never_saw(
+    showcase_state: tuple[Path, str], tmp_path: Path
+) -> None:
+    """DataHub's sample estate, a fault staged the way a Snowflake ingestion would record it: the
+    warehouse table (the secondary sibling of a dbt source) loses a column to a rename, and a
+    native DataHub field assertion that never passed before fails downstream. No warehouse is
+    attached: the investigation rests on DataHub's evidence alone and must still name the cause."""
+    import shutil
+
+    from upstream_dagster.datahub.lite import LiteGraph
+
+    state, _ = showcase_state
+    copy = tmp_path / "state"
+    copy.mkdir()
+    shutil.copy(state / "datahub-lite.sqlite", copy / "datahub-lite.sqlite")
+    snowflake = "urn:li:dataset:(urn:li:dataPlatform:snowflake,b2fd91.order_entry_db"
+    feed, mart = (
+        f"{snowflake}.order_entry.orders,PROD)",
+        f"{snowflake}.analytics.order_details,PROD)",
+    )
+    graph = LiteGraph(copy / "datahub-lite.sqlite")
+    try:
+        sib = graph.get_aspects([feed], ["siblings"])[feed]["siblings"]
+        assert sib["primary"] is False  # the dbt source is primary: the rename is on its twin
+        schema = graph.get_aspects([feed], ["schemaMetadata"])[feed]["schemaMetadata"]
+        for f in schema["fields"]:
+            if f["fieldPath"] == "cost_of_delivery":
+                f["fieldPath"] = "delivery_cost"
+        assert graph.write_aspect(feed, "schemaMetadata", schema).written
+        check = "urn:li:assertion:staged-cost-not-null"
+        info = {
+            "type": "FIELD",
+            "description": "cost of delivery is never null",
+            "fieldAssertion": {
+                "type": "FIELD_VALUES",
+                "entity": mart,
+                "fieldValuesAssertion": {
+                    "field": {"path": "cost_of_delivery", "type": "NUMBER", "nativeType": "NUMBER"},
+                    "operator": "NOT_NULL",
+                    "failThreshold": {"type": "COUNT", "value": 0},
+                    "excludeNulls": False,
+                },
+            },
+        }
+        assert graph.write_aspect(check, "assertionInfo", info).written
+        event = {
+            "timestampMillis": int(time.time() * 1000) + 1000,
+            "assertionUrn": check,
+            "asserteeUrn": mart,
+            "runId": "staged",
+            "status": "COMPLETE",
+            "result": {"type": "FAILURE"},
+        }
+        assert graph.write_aspect(check, "assertionRunEvent", event).written
+    finally:
+        graph.close()
+    shipped = ROOT / "upstream_dagster" / "estates" / "showcase-ecommerce.yaml"
+    done = subprocess.run(
+        [sys.executable, "-m", "upstream_dagster.cli", "investigate"],
+        cwd=ROOT,
+        env={**os.environ, "UPSTREAM_STATE_DIR": str(copy), "UPSTREAM_ESTATE": str(shipped)},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "root cause order_entry.orders.cost_of_delivery (rename)" in done.stdout, done.stdout

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from upstream_dagster.datahub.edges import field_dataset, field_path
+from upstream_dagster.datahub.readpath import assertion_columns
 from upstream_dagster.reliability.investigate import reachable, relation_of
 from upstream_dagster.reliability.scenario import Scenario
 from upstream_dagster.settings import Settings
@@ -65,11 +66,8 @@ def read_estate(settings: Settings) -> Estate:
     checked_cols: set[Col] = set()
     for r in runs:
         info = infos.get(r.assertion_urn, {}).get("assertionInfo") or {}
-        fields = [(info.get("customAssertion") or {}).get("field")]
-        fields += (info.get("datasetAssertion") or {}).get("fields") or []
-        for f in fields:
-            if f:
-                checked_cols.add((relation_of(r.asserted_urn), field_path(f).lower()))
+        for column in assertion_columns(info):
+            checked_cols.add((relation_of(r.asserted_urn), column.lower()))
     with warehouse.connect(settings.warehouse) as con:
         tables = warehouse.relations(con)
     feeds = {rel: tables[rel] for rel in sorted(set(down) - has_up) if rel in tables}

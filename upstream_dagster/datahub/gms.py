@@ -85,6 +85,9 @@ def _plain(value: Json) -> str | float:
     return str(value.get("string", next(iter(value.values()), "")))
 
 
+# Timeseries aspects: a GMS keeps their values by time, not as versions.
+TIMESERIES = {"datasetProfile", "operation", "datasetUsageStatistics"}
+TIMESERIES_LIMIT = 100
 _LIST_PATCHES = {"add_owner", "set_description", "add_term", "set_domain", "add_tag"}
 
 
@@ -186,8 +189,21 @@ class GmsGraph:
         return out
 
     def aspect_history(self, urn: str, aspect: str) -> list[AspectVersion]:
+        """Versions of an aspect, oldest first. A timeseries aspect (a profile, an operation)
+        is one request for its latest values, each stamped with its own time; a versioned one
+        is read version by version (GMS has no batched version read), times unknown."""
         from datahub.emitter.aspect import ASPECT_MAP
 
+        if aspect in TIMESERIES:
+            since = {"field": "timestampMillis", "values": ["0"], "condition": "GREATER_THAN"}
+            values = self._graph.get_timeseries_values(
+                urn, ASPECT_MAP[aspect], {"or": [{"and": [since]}]}, limit=TIMESERIES_LIMIT
+            )
+            stamped = sorted(
+                ((int(v.to_obj().get("timestampMillis") or 0), v.to_obj()) for v in values),
+                key=lambda tv: tv[0],
+            )
+            return [AspectVersion(i + 1, ts, obj) for i, (ts, obj) in enumerate(stamped)]
         self.last_fallback = "gms aspect history is read version by version; times unknown"
         versions: list[AspectVersion] = []
         for version in range(1, 51):

@@ -6,7 +6,6 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from upstream_dagster.datahub.edges import field_path
 from upstream_dagster.datahub.model import AspectVersion, AssertionRun, assertion_properties
 from upstream_dagster.datahub.probe import profiles_of
 from upstream_dagster.datahub.protocol import MetadataGraph
@@ -66,8 +65,8 @@ FACTS = ["siblings", "structuredProperties", "ownership", "domains", "glossaryTe
 
 def trigger_for(graph: MetadataGraph, key: str) -> Opened:
     """Three reads: the assertion, the symptom's aspects (memory among them), its history."""
-    from upstream_dagster.datahub.probe import HISTORY_ASPECTS
-    from upstream_dagster.datahub.readpath import assertee, assertion_label
+    from upstream_dagster.datahub.probe import read_history
+    from upstream_dagster.datahub.readpath import assertee, assertion_column, assertion_label
 
     assertion, ts = parse_key(key)
     info = graph.get_aspects([assertion], ["assertionInfo"]).get(assertion, {})
@@ -85,19 +84,9 @@ def trigger_for(graph: MetadataGraph, key: str) -> Opened:
     if sib.get("siblings") and not sib.get("primary", False):
         symptom = str(sib["siblings"][0])
         facts = graph.get_aspects([symptom], FACTS).get(symptom, {})
-    field = custom.get("field")
-    check = FailingCheck(
-        assertion,
-        assertion_label(info),
-        field_path(field) if field else None,
-        ts,
-    )
+    check = FailingCheck(assertion, assertion_label(info), assertion_column(info), ts)
     inputs = check_inputs(graph, {**(info.get("datasetAssertion") or {}), **custom}, symptom)
-    histories = getattr(graph, "histories", None)
-    if histories is not None:
-        history = histories(symptom, HISTORY_ASPECTS)
-    else:
-        history = {a: graph.aspect_history(symptom, a) for a in HISTORY_ASPECTS}
+    history = read_history(graph, symptom)
     window = Window(_last_good(graph, history, assertion, ts), ts)
     props = assertion_properties(info)
     return Opened(Trigger(symptom, check, window, inputs), facts, history, props)

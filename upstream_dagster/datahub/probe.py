@@ -1,8 +1,10 @@
 """The investigation's window onto DataHub and the warehouse: the `Probe` the pure core walks.
 
-Reads are batched per hop (one statement for a hop's schema and profile histories and
-siblings, one for its assertion runs), counted by the graph's counter, and stopped by the
-run's read budget. Lineage is read as it stood before the symptom.
+Reads: one per node for its schema, profile and siblings history (and one more for its
+warehouse twin's, where a warehouse ingestion records schema changes), one per hop for its
+assertion runs; on a server, schema changes come from its timeline and profiles from its
+timeseries. Counted by the graph's counter and stopped by the run's read budget. Lineage is
+read as it stood before the symptom.
 """
 
 from __future__ import annotations
@@ -11,9 +13,9 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from upstream_dagster.datahub.edges import field_dataset, field_path
-from upstream_dagster.datahub.model import AspectVersion, Json
+from upstream_dagster.datahub.model import AspectVersion, Json, Transaction
 from upstream_dagster.datahub.protocol import MetadataGraph
-from upstream_dagster.datahub.readpath import assertion_label
+from upstream_dagster.datahub.readpath import assertion_column, assertion_label
 from upstream_dagster.datahub.timeline import derive
 from upstream_dagster.reliability.health import (
     ColumnProfile,
@@ -58,10 +60,42 @@ def profiles_of(versions: Sequence[AspectVersion]) -> tuple[Profile, ...]:
     return tuple(sorted(set(out), key=lambda x: x.at_ms))
 
 
+def read_history(graph: MetadataGraph, urn: str) -> dict[str, list[AspectVersion]]:
+    """One node's schema, profile and siblings history in one read where the backend keeps
+    aspect versions (Lite). A server is asked for what it keeps with times: profiles (a
+    timeseries) and the current siblings; its schema changes come from its timeline
+    (`schema_changes`), not from reading schema versions one request at a time."""
+    histories = getattr(graph, "histories", None)
+    if histories is not None:
+        found: dict[str, list[AspectVersion]] = histories(urn, HISTORY_ASPECTS)
+        return found
+    sib = graph.get_aspects([urn], ["siblings"]).get(urn, {}).get("siblings")
+    return {
+        "datasetProfile": graph.aspect_history(urn, "datasetProfile"),
+        "siblings": [AspectVersion(0, 0, sib)] if sib else [],
+    }
+
+
+def schema_changes(
+    graph: MetadataGraph, urn: str, history: dict[str, list[AspectVersion]]
+) -> tuple[SchemaEvent, ...]:
+    """Schema changes of one node: derived from the versions read with its history, or asked
+    of the server's timeline (one request) when the history holds no schema versions."""
+    if "schemaMetadata" in history or hasattr(graph, "histories"):
+        return schema_events(urn, history.get("schemaMetadata", []))
+    return _events(graph.timeline(urn, ["TECHNICAL_SCHEMA"]))
+
+
 def schema_events(urn: str, versions: Sequence[AspectVersion]) -> tuple[SchemaEvent, ...]:
+    return _events(derive(urn, {"schemaMetadata": list(versions)}, ["TECHNICAL_SCHEMA"]))
+
+
+def _events(transactions: Sequence[Transaction]) -> tuple[SchemaEvent, ...]:
     out = []
-    for tx in derive(urn, {"schemaMetadata": list(versions)}, ["TECHNICAL_SCHEMA"]):
+    for tx in transactions:
         for e in tx.events:
+            if e.category != "TECHNICAL_SCHEMA":
+                continue
             p = e.parameters
             out.append(
                 SchemaEvent(
@@ -73,6 +107,44 @@ def schema_events(urn: str, versions: Sequence[AspectVersion]) -> tuple[SchemaEv
                 )
             )
     return tuple(out)
+
+
+# A dbt entity and its warehouse table record the same change from two ingestions; within this
+# long of each other, the same change of the same column is one change.
+SAME_CHANGE_MS = 24 * 3600 * 1000
+
+
+def merged_schema_events(
+    own: Sequence[SchemaEvent], twins: Sequence[Sequence[SchemaEvent]] = ()
+) -> tuple[SchemaEvent, ...]:
+    """One asset's schema changes: its own, plus those only its warehouse twins recorded. A
+    twin's event that matches one of the asset's own (same operation and column, the nearest
+    within a day, each matched once) is the same change, kept at the earlier sighting; a change
+    that recurs later is a new event, not a duplicate."""
+
+    def key(e: SchemaEvent) -> tuple[str, str, str]:
+        return (e.operation, e.column.lower(), (e.old_column or "").lower())
+
+    merged = list(own)
+    seen_by: list[set[int]] = [{0} for _ in own]  # which sources recorded each merged event
+    for source, events in enumerate(twins, start=1):
+        for e in events:
+            near = [
+                i
+                for i, m in enumerate(merged)
+                if source not in seen_by[i]
+                and key(m) == key(e)
+                and abs(m.at_ms - e.at_ms) <= SAME_CHANGE_MS
+            ]
+            if not near:
+                merged.append(e)
+                seen_by.append({source})
+                continue
+            i = min(near, key=lambda j: abs(merged[j].at_ms - e.at_ms))
+            seen_by[i].add(source)
+            if e.at_ms < merged[i].at_ms:
+                merged[i] = e
+    return tuple(sorted(merged, key=lambda e: (e.at_ms, e.operation, e.column)))
 
 
 def _is_freshness(info: Json) -> bool:
@@ -100,6 +172,7 @@ class GraphProbe:
         self._runs: dict[str, int] | None = None
         self.queries: list[tuple[str, str]] = []  # (statement, outcome)
         self._history: dict[str, dict[str, list[AspectVersion]]] = dict(seed or {})
+        self._schema: dict[str, tuple[SchemaEvent, ...]] = {}
 
     @property
     def reads(self) -> int:
@@ -169,12 +242,17 @@ class GraphProbe:
         per-entity timeline and timeseries APIs answer it (cached: a node is read once)."""
         if urn not in self._history:
             self._spend()
-            histories = getattr(self.graph, "histories", None)
-            if histories is not None:
-                self._history[urn] = histories(urn, HISTORY_ASPECTS)
-            else:
-                self._history[urn] = {a: self.graph.aspect_history(urn, a) for a in HISTORY_ASPECTS}
+            self._history[urn] = read_history(self.graph, urn)
         return self._history[urn]
+
+    def schema(self, urn: str) -> tuple[SchemaEvent, ...]:
+        """One node's schema changes (cached; a server's timeline costs one read)."""
+        if urn not in self._schema:
+            history = self.history(urn)
+            if "schemaMetadata" not in history and not hasattr(self.graph, "histories"):
+                self._spend()
+            self._schema[urn] = schema_changes(self.graph, urn, history)
+        return self._schema[urn]
 
     def observe(self, urns: tuple[str, ...], with_runs: bool = True) -> dict[str, NodeView]:
         found = {u: self.history(u) for u in urns}
@@ -182,6 +260,9 @@ class GraphProbe:
             sib = found.get(urn, {}).get("siblings")
             self._note_siblings(urn, sib[-1].value if sib else None)
         twins = {t: p for t, p in self._twin.items() if p in urns}
+        # A warehouse ingestion (Snowflake, BigQuery, ...) updates the table, not its dbt twin:
+        # a vendor's rename shows first in the twin's schema history, so read that too.
+        twin_history = {t: self.history(t) for t in sorted(twins)}
         self._spend()
         runs = self.graph.assertion_runs([*urns, *twins], latest_only=False)
         latest: dict[str, Any] = {}
@@ -204,25 +285,31 @@ class GraphProbe:
                 if self._prime(r.asserted_urn) != urn:
                     continue
                 info = infos.get(r.assertion_urn, {}).get("assertionInfo") or {}
-                field = (info.get("customAssertion") or {}).get("field")
                 native = dict(r.native)
                 checks.append(
                     FailingCheck(
                         r.assertion_urn,
                         assertion_label(info),
-                        field_path(field) if field else native.get("column"),
+                        assertion_column(info) or native.get("column"),
                         r.timestamp_ms,
                         native.get("message", ""),
                         _is_freshness(info),
                     )
                 )
             h = found.get(urn, {})
+            seen = [h, *(twin_history[t] for t, p in sorted(twins.items()) if p == urn)]
+            profiles = next(
+                (profiles_of(x["datasetProfile"]) for x in seen if x.get("datasetProfile")), ()
+            )
             views[urn] = NodeView(
                 urn,
                 short_name(urn),
                 tuple(sorted(checks, key=lambda c: c.assertion)),
-                schema_events(urn, h.get("schemaMetadata", [])),
-                profiles_of(h.get("datasetProfile", [])),
+                merged_schema_events(
+                    self.schema(urn),
+                    [self.schema(t) for t, p in sorted(twins.items()) if p == urn],
+                ),
+                profiles,
                 last_runs.get(urn),
             )
         return views

@@ -87,18 +87,24 @@ def _read_names(raw: _Raw, graph: MetadataGraph, keys: tuple[str, ...]) -> int:
             if str(u).startswith("urn:li:") and str(u) not in raw.names
         }
     )
-    kinds = {urn.split(":")[2] for urn in urns}
-    wanted = sorted({a for k in kinds for a, _ in NAME_ASPECTS.get(k, ())})
-    if not urns or not wanted:
-        return 0
-    found = graph.get_aspects(urns, wanted)
-    for urn, aspects in found.items():
-        for aspect, key in NAME_ASPECTS.get(urn.split(":")[2], ()):
-            name = str((aspects.get(aspect) or {}).get(key) or "").strip()
-            if name:
-                raw.names[urn] = name
-                break
-    return len(found)
+    by_kind: dict[str, list[str]] = defaultdict(list)
+    for urn in urns:
+        by_kind[urn.split(":")[2]].append(urn)
+    named = 0
+    for kind, group in sorted(by_kind.items()):
+        places = NAME_ASPECTS.get(kind, ())
+        if not places:
+            continue
+        # one read per kind: a server checks each aspect name against the entity type
+        found = graph.get_aspects(group, sorted({a for a, _ in places}))
+        for urn, aspects in found.items():
+            for aspect, key in places:
+                name = str((aspects.get(aspect) or {}).get(key) or "").strip()
+                if name:
+                    raw.names[urn] = name
+                    named += 1
+                    break
+    return named
 
 
 def _referenced(aspects: dict[str, Json], key: str) -> list[Any]:
@@ -204,12 +210,11 @@ def _assertions(
         if not entity:
             continue
         run = latest.get(urn)
-        column = custom.get("field")
         out[entity].append(
             AssertionFact(
                 urn=urn,
                 kind=str(custom.get("type") or info.get("type", "")),
-                column=field_path(column) if column else None,
+                column=assertion_column(info),
                 last_result=run.result if run else None,
                 last_run_ms=run.timestamp_ms if run else None,
             )
@@ -252,6 +257,29 @@ def assertee(info: Json) -> str | None:
         if entity:
             return str(entity)
     return None
+
+
+def assertion_columns(info: Json) -> list[str]:
+    """The columns an assertion checks, wherever its kind keeps them: a custom (dbt) assertion's
+    ``field``, a field assertion's ``field.path``, a column-scoped dataset assertion's
+    ``fields`` (Great Expectations, older dbt sources). Paths, not schemaField URNs."""
+    found: list[str] = []
+    custom = info.get("customAssertion") or {}
+    if custom.get("field"):
+        found.append(field_path(str(custom["field"])))
+    block = info.get("fieldAssertion") or {}
+    for kind in ("fieldValuesAssertion", "fieldMetricAssertion"):
+        path = ((block.get(kind) or {}).get("field") or {}).get("path")
+        if path:
+            found.append(str(path))
+    found += [field_path(str(f)) for f in (info.get("datasetAssertion") or {}).get("fields") or []]
+    return list(dict.fromkeys(found))
+
+
+def assertion_column(info: Json) -> str | None:
+    """The one column an assertion checks, or None for a table-level (or multi-column) one."""
+    columns = assertion_columns(info)
+    return columns[0] if len(columns) == 1 else None
 
 
 def _loaded_ms(native: dict[str, str]) -> int | None:

@@ -21,13 +21,16 @@ from upstream_dagster.datahub.model import (
     AspectVersion,
     AssertionRun,
     CallCounter,
+    ChangeEvent,
     ColumnEdge,
     Json,
     LineageEdge,
     Receipt,
     SearchQuery,
+    Transaction,
 )
 from upstream_dagster.datahub.protocol import MetadataGraph
+from upstream_dagster.datahub.timeline import ALL_CATEGORIES
 from upstream_dagster.errors import UpstreamError
 
 # Keys whose integer value is an epoch-millisecond time, in DataHub's aspects and in the
@@ -95,6 +98,7 @@ ENCODE = {
     "aspect_history": lambda r: [asdict(v) for v in r],
     "histories": lambda r: {a: [asdict(v) for v in vs] for a, vs in r.items()},
     "assertion_runs": lambda r: [asdict(x) for x in r],
+    "timeline": lambda r: [asdict(t) for t in r],
 }
 DECODE = {
     "get_aspects": lambda r: r,
@@ -113,6 +117,9 @@ DECODE = {
     "histories": lambda r: {a: [AspectVersion(**v) for v in vs] for a, vs in r.items()},
     "assertion_runs": lambda r: [
         AssertionRun(**{**x, "native": tuple(tuple(p) for p in x["native"])}) for x in r
+    ],
+    "timeline": lambda r: [
+        Transaction(**{**t, "events": tuple(ChangeEvent(**e) for e in t["events"])}) for t in r
     ],
 }
 
@@ -150,6 +157,18 @@ class _Reads:
     def _histories(self, urn: str, aspects: Sequence[str]) -> dict[str, list[AspectVersion]]:
         args = {"urn": urn, "aspects": list(aspects)}
         return self._read("histories", args, lambda g: g.histories(urn, aspects))  # type: ignore[no-any-return]
+
+    def timeline(
+        self,
+        urn: str,
+        categories: Sequence[str] = ALL_CATEGORIES,
+        start_ms: int | None = None,
+        end_ms: int | None = None,
+    ) -> list[Transaction]:
+        args = {"urn": urn, "categories": list(categories), "start_ms": start_ms, "end_ms": end_ms}
+        return self._read(  # type: ignore[no-any-return]
+            "timeline", args, lambda g: g.timeline(urn, categories, start_ms, end_ms)
+        )
 
     def assertion_runs(
         self,

@@ -62,7 +62,8 @@ def triage_on(graph: Any, spec: EstateSpec, key: str) -> Triage:
         key,
         opened.trigger,
         memory_of(facts),
-        tuple(o["owner"] for o in (facts.get("ownership") or {}).get("owners", [])),
+        # one person or group per entry, though DataHub may list them under several types
+        tuple(dict.fromkeys(o["owner"] for o in (facts.get("ownership") or {}).get("owners", []))),
         tuple(sorted(have & critical_urns)),
         len(modes),
         opened.properties.get("upstream_monitor"),
@@ -117,7 +118,10 @@ def gather_on(graph: Any, spec: EstateSpec, t: Triage, forensic: Forensic) -> Ga
         w,
         budgets.datahub_reads - t.reads,
         forensic,
-        w.last_good_ms,
+        # lineage as it stood when the check last passed; a check that never passed (a new
+        # assertion, an estate without run history) gets the lineage at the failure instead
+        # of the empty graph of time zero
+        w.last_good_ms or w.symptom_ms,
         seed={t.trigger.symptom: t.history},
     )
     inv = investigate(t.trigger, probe, t.memory, budgets.forensic_queries)
