@@ -141,3 +141,28 @@ def test_action_launches_the_reliability_job_on_a_real_dagster_webserver(
         again.act(_envelope("assertion_failed"))
         assert again.launched == []
         assert len(instance.get_run_records(dg.RunsFilter(job_name="reliability"))) == 1
+
+
+def test_loading_the_action_keeps_the_sdk_out_of_home_and_its_telemetry_off(
+    tmp_path: Path,
+) -> None:
+    """The Actions framework imports this module first: that first SDK import must still keep
+    ~/.datahub unwritten and telemetry off (an extra request to every GMS otherwise)."""
+    import os
+    import subprocess
+
+    home = tmp_path / "home"
+    home.mkdir()
+    code = (
+        "import upstream_dagster.datahub.action\n"
+        "from datahub.telemetry.telemetry import telemetry_instance\n"
+        "print(telemetry_instance.enabled)\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "DATAHUB_TELEMETRY_ENABLED"}
+    env.update(HOME=str(home), UPSTREAM_STATE_DIR=str(tmp_path / "state"))
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip().splitlines()[-1] == "False"
+    assert not (home / ".datahub").exists()

@@ -199,6 +199,12 @@ class DagsterLauncher:
 
 
 def _action_base() -> type:
+    import sys
+
+    if "datahub" not in sys.modules:  # first SDK import: keep HOME clean and telemetry off
+        from upstream_dagster.datahub import _sdk
+
+        _sdk.prepare()
     try:
         from datahub_actions.action.action import Action
     except ImportError:  # the Actions framework is an optional production dependency
