@@ -77,7 +77,8 @@ NAME_ASPECTS: dict[str, tuple[tuple[str, str], ...]] = {
 
 
 def _read_names(raw: _Raw, graph: MetadataGraph, keys: tuple[str, ...]) -> int:
-    """Display names of the entities the assets reference under ``keys`` (one batched read)."""
+    """Display names of the entities the assets reference under ``keys`` (one batched read
+    per entity kind)."""
     urns = sorted(
         {
             str(u)
