@@ -163,9 +163,9 @@ class MetadataContext:
 
     def display(self, urn: str) -> str:
         """What a person calls ``urn``: DataHub's display name, else the URN's readable tail."""
-        from upstream_dagster.spec.urns import short
+        from upstream_dagster.spec.urns import display
 
-        return self.name_of.get(urn) or short(urn)
+        return display(urn, self.name_of)
 
     @cached_property
     def primary_of(self) -> Mapping[str, str]:

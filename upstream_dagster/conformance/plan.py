@@ -26,7 +26,7 @@ from upstream_dagster.conformance.requirements import CheckResult
 from upstream_dagster.conformance.risk import rank_violations
 from upstream_dagster.conformance.score import Dial, score
 from upstream_dagster.spec.models import EstateSpec
-from upstream_dagster.spec.urns import short
+from upstream_dagster.spec.urns import display, short
 
 NO_SOURCE = {
     "require_tags": "no tag of that name anywhere near this asset in the graph",
@@ -50,9 +50,7 @@ class Plan:
 
     def display(self, value: str) -> str:
         """A proposed value as a reviewer reads it: DataHub's display name for a URN."""
-        if not value.startswith("urn:"):
-            return value
-        return dict(self.names).get(value) or short(value)
+        return display(value, dict(self.names)) if value.startswith("urn:") else value
 
 
 def _walk(ctx: MetadataContext, start: str, direction: str) -> Iterator[AssetFacts]:

@@ -88,27 +88,49 @@ def _plain(value: Json) -> str | float:
 # Timeseries aspects: a GMS keeps their values by time, not as versions.
 TIMESERIES = {"datasetProfile", "operation", "datasetUsageStatistics"}
 TIMESERIES_LIMIT = 100
-_LIST_PATCHES = {"add_owner", "set_description", "add_term", "set_domain", "add_tag"}
+
+
+def _property_values(aspect: Json | None) -> dict[str, list[str | float]]:
+    """structuredProperties as {property URN: its values}."""
+    return {
+        str(p["propertyUrn"]): [_plain(v) for v in p.get("values") or []]
+        for p in (aspect or {}).get("properties") or []
+    }
+
+
+def _shown(prop: str, values: Sequence[str | float], numbers: set[str]) -> list[str]:
+    """Values as comparable text: a number-typed property's 0.40 and 0.4 are the same."""
+    return [str(float(v)) if prop in numbers else str(v) for v in values]
+
+
+def _set_property(
+    builder: Any, prop: str, values: Sequence[str | float], numbers: set[str]
+) -> None:
+    """Patch one property, typed by its definition (numbers travel as numbers)."""
+    typed: list[str | float] = [float(v) for v in values] if prop in numbers else list(values)
+    if not typed:
+        builder.remove_structured_property(prop)
+    else:
+        builder.set_structured_property(prop, typed if len(typed) != 1 else typed[0])
+
+
+def _field_tags(aspect: Json | None) -> dict[str, set[str]]:
+    """editableSchemaMetadata as {field path: its tags}."""
+    return {
+        str(f["fieldPath"]): {t["tag"] for t in (f.get("globalTags") or {}).get("tags", [])}
+        for f in (aspect or {}).get("editableSchemaFieldInfo") or []
+    }
 
 
 def _reads_back(kind: str, values: Sequence[str], back: Json, numbers: set[str]) -> bool:
     """Whether the value a patch set is what DataHub now shows."""
     if kind == "set_structured_property":
         prop, *new = values
-        found = next(
-            (p for p in back.get("properties") or [] if p.get("propertyUrn") == prop), None
-        )
-        shown = [_plain(v) for v in (found or {}).get("values") or []]
-        if prop in numbers:
-            return [float(v) for v in shown] == [float(v) for v in new]
-        return [str(v) for v in shown] == list(new)
+        shown = _property_values(back).get(prop, [])
+        return _shown(prop, shown, numbers) == _shown(prop, new, numbers)
     if kind == "add_column_tag":
         field_path, tag = values
-        return any(
-            f.get("fieldPath") == field_path
-            and tag in {t.get("tag") for t in (f.get("globalTags") or {}).get("tags") or []}
-            for f in back.get("editableSchemaFieldInfo") or []
-        )
+        return tag in _field_tags(back).get(field_path, set())
     return set(values) <= _leaves(back)
 
 
@@ -482,28 +504,19 @@ class GmsGraph:
     def _write_structured(self, urn: str, value: Json) -> Receipt:
         from datahub.specific.dataset import DatasetPatchBuilder
 
-        def as_map(aspect: Json | None) -> dict[str, list[str | float]]:
-            return {
-                str(p["propertyUrn"]): [_plain(v) for v in p.get("values") or []]
-                for p in (aspect or {}).get("properties") or []
-            }
-
-        current = as_map(
+        current = _property_values(
             self.get_aspects([urn], ["structuredProperties"])
             .get(urn, {})
             .get("structuredProperties")
         )
-        want = as_map(value)
+        want = _property_values(value)
         numbers = self._number_typed([p for p in want if want[p] != current.get(p)])
         builder = DatasetPatchBuilder(urn)
         changed = 0
         for prop, values in want.items():
             if values == current.get(prop):
                 continue
-            typed: list[str | float] = (
-                [float(v) for v in values] if prop in numbers else list(values)
-            )
-            builder.set_structured_property(prop, typed if len(typed) != 1 else typed[0])
+            _set_property(builder, prop, values, numbers)
             changed += 1
         for prop in current.keys() - want.keys():
             builder.remove_structured_property(prop)
@@ -512,16 +525,15 @@ class GmsGraph:
             return Receipt(urn, "structuredProperties", True, "already as wanted in DataHub GMS")
         for mcp in builder.build():  # only the changed properties travel; the rest stay
             self._graph.emit_mcp(mcp)
-        back = as_map(
+        back = _property_values(
             self.get_aspects([urn], ["structuredProperties"])
             .get(urn, {})
             .get("structuredProperties")
         )
-
-        def shown(p: str, vals: list[str | float]) -> list[str]:
-            return [str(float(v)) if p in numbers else str(v) for v in vals]
-
-        ok = all(shown(p, back.get(p, [])) == shown(p, vals) for p, vals in want.items())
+        ok = all(
+            _shown(p, back.get(p, []), numbers) == _shown(p, vals, numbers)
+            for p, vals in want.items()
+        )
         ok = ok and not back.keys() & (current.keys() - want.keys())
         if not ok:
             return Receipt(urn, "structuredProperties", False, "patched but did not read back")
@@ -536,12 +548,6 @@ class GmsGraph:
         from datahub.metadata.schema_classes import TagAssociationClass
         from datahub.specific.dataset import DatasetPatchBuilder
 
-        def tags(aspect: Json | None) -> dict[str, set[str]]:
-            return {
-                str(f["fieldPath"]): {t["tag"] for t in (f.get("globalTags") or {}).get("tags", [])}
-                for f in (aspect or {}).get("editableSchemaFieldInfo") or []
-            }
-
         def rest(aspect: Json | None) -> list[Json]:
             return [
                 {k: v for k, v in f.items() if k != "globalTags"}
@@ -554,7 +560,7 @@ class GmsGraph:
             .get(urn, {})
             .get("editableSchemaMetadata")
         )
-        have, want = tags(current), tags(value)
+        have, want = _field_tags(current), _field_tags(value)
         removed = any(have.get(f, set()) - want.get(f, set()) for f in have)
         if removed or rest(current) != rest(value):
             return self._upsert(urn, "editableSchemaMetadata", value)
@@ -568,7 +574,7 @@ class GmsGraph:
             return Receipt(urn, "editableSchemaMetadata", True, "already tagged in DataHub GMS")
         for mcp in builder.build():
             self._graph.emit_mcp(mcp)
-        back = tags(
+        back = _field_tags(
             self.get_aspects([urn], ["editableSchemaMetadata"])
             .get(urn, {})
             .get("editableSchemaMetadata")
@@ -613,11 +619,7 @@ class GmsGraph:
         if kind == "set_structured_property":
             prop, *new = values
             numbers = self._number_typed([prop])
-            typed: list[str | float] = [float(v) for v in new] if prop in numbers else list(new)
-            if typed:
-                builder.set_structured_property(prop, typed if len(typed) != 1 else typed[0])
-            else:
-                builder.remove_structured_property(prop)
+            _set_property(builder, prop, new, numbers)
         elif kind == "add_memory":
             url, description = values
             builder.add_institutional_memory(
@@ -630,17 +632,18 @@ class GmsGraph:
         elif kind == "add_column_tag":
             field_path, tag = values
             builder.for_field(field_path).add_tag(TagAssociationClass(tag))
-        for value in values if kind in _LIST_PATCHES else ():
-            if kind == "add_owner":
-                builder.add_owner(OwnerClass(value, OwnershipTypeClass.DATAOWNER))
-            elif kind == "set_description":
-                builder.set_description(value, editable=True)
-            elif kind == "add_term":
-                builder.add_term(GlossaryTermAssociationClass(value))
-            elif kind == "set_domain":
-                builder.add_domain(DomainAssociationClass(domain=value))
-            elif kind == "add_tag":
-                builder.add_tag(TagAssociationClass(value))
+        else:  # owners, a description, terms, a domain, tags: each value on its own
+            for value in values:
+                if kind == "add_owner":
+                    builder.add_owner(OwnerClass(value, OwnershipTypeClass.DATAOWNER))
+                elif kind == "set_description":
+                    builder.set_description(value, editable=True)
+                elif kind == "add_term":
+                    builder.add_term(GlossaryTermAssociationClass(value))
+                elif kind == "set_domain":
+                    builder.add_domain(DomainAssociationClass(domain=value))
+                elif kind == "add_tag":
+                    builder.add_tag(TagAssociationClass(value))
         for mcp in builder.build():  # one Rest.li ingestProposal per patch
             self._graph.emit_mcp(mcp)
         back = self.get_aspects([urn], [aspect]).get(urn, {}).get(aspect)

@@ -76,14 +76,20 @@ def read_history(graph: MetadataGraph, urn: str) -> dict[str, list[AspectVersion
     }
 
 
+def asks_timeline(graph: MetadataGraph, history: dict[str, list[AspectVersion]]) -> bool:
+    """Whether a node's schema changes take a timeline request: its history holds no schema
+    versions because the backend keeps none to read in one go (a server)."""
+    return "schemaMetadata" not in history and not hasattr(graph, "histories")
+
+
 def schema_changes(
     graph: MetadataGraph, urn: str, history: dict[str, list[AspectVersion]]
 ) -> tuple[SchemaEvent, ...]:
     """Schema changes of one node: derived from the versions read with its history, or asked
     of the server's timeline (one request) when the history holds no schema versions."""
-    if "schemaMetadata" in history or hasattr(graph, "histories"):
-        return schema_events(urn, history.get("schemaMetadata", []))
-    return _events(graph.timeline(urn, ["TECHNICAL_SCHEMA"]))
+    if asks_timeline(graph, history):
+        return _events(graph.timeline(urn, ["TECHNICAL_SCHEMA"]))
+    return schema_events(urn, history.get("schemaMetadata", []))
 
 
 def schema_events(urn: str, versions: Sequence[AspectVersion]) -> tuple[SchemaEvent, ...]:
@@ -249,7 +255,7 @@ class GraphProbe:
         """One node's schema changes (cached; a server's timeline costs one read)."""
         if urn not in self._schema:
             history = self.history(urn)
-            if "schemaMetadata" not in history and not hasattr(self.graph, "histories"):
+            if asks_timeline(self.graph, history):
                 self._spend()
             self._schema[urn] = schema_changes(self.graph, urn, history)
         return self._schema[urn]
@@ -262,7 +268,8 @@ class GraphProbe:
         twins = {t: p for t, p in self._twin.items() if p in urns}
         # A warehouse ingestion (Snowflake, BigQuery, ...) updates the table, not its dbt twin:
         # a vendor's rename shows first in the twin's schema history, so read that too.
-        twin_history = {t: self.history(t) for t in sorted(twins)}
+        for twin in sorted(twins):
+            self.history(twin)
         self._spend()
         runs = self.graph.assertion_runs([*urns, *twins], latest_only=False)
         latest: dict[str, Any] = {}
@@ -296,19 +303,17 @@ class GraphProbe:
                         _is_freshness(info),
                     )
                 )
-            h = found.get(urn, {})
-            seen = [h, *(twin_history[t] for t, p in sorted(twins.items()) if p == urn)]
+            mine = [t for t, p in sorted(twins.items()) if p == urn]
+            histories = [found[urn], *(self.history(t) for t in mine)]
             profiles = next(
-                (profiles_of(x["datasetProfile"]) for x in seen if x.get("datasetProfile")), ()
+                (profiles_of(h["datasetProfile"]) for h in histories if h.get("datasetProfile")),
+                (),
             )
             views[urn] = NodeView(
                 urn,
                 short_name(urn),
                 tuple(sorted(checks, key=lambda c: c.assertion)),
-                merged_schema_events(
-                    self.schema(urn),
-                    [self.schema(t) for t, p in sorted(twins.items()) if p == urn],
-                ),
+                merged_schema_events(self.schema(urn), [self.schema(t) for t in mine]),
                 profiles,
                 last_runs.get(urn),
             )

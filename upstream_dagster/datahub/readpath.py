@@ -81,11 +81,11 @@ def _read_names(raw: _Raw, graph: MetadataGraph, keys: tuple[str, ...]) -> int:
     per entity kind)."""
     urns = sorted(
         {
-            str(u)
+            u
             for aspects in raw.aspects.values()
             for key in keys
             for u in _referenced(aspects, key)
-            if str(u).startswith("urn:li:") and str(u) not in raw.names
+            if u.startswith("urn:li:") and u not in raw.names
         }
     )
     by_kind: dict[str, list[str]] = defaultdict(list)
@@ -108,14 +108,15 @@ def _read_names(raw: _Raw, graph: MetadataGraph, keys: tuple[str, ...]) -> int:
     return named
 
 
-def _referenced(aspects: dict[str, Json], key: str) -> list[Any]:
+def _referenced(aspects: dict[str, Json], key: str) -> list[str]:
+    """The owners, domains, terms or tags an asset's aspects name, as URNs."""
     if key == "owners":
-        return [o.get("owner") for o in (aspects.get("ownership") or {}).get("owners", [])]
+        return [o["owner"] for o in (aspects.get("ownership") or {}).get("owners", [])]
     if key == "domains":
         return list((aspects.get("domains") or {}).get("domains", []))
     if key == "terms":
-        return [t.get("urn") for t in (aspects.get("glossaryTerms") or {}).get("terms", [])]
-    return [t.get("tag") for t in (aspects.get("globalTags") or {}).get("tags", [])]
+        return [t["urn"] for t in (aspects.get("glossaryTerms") or {}).get("terms", [])]
+    return [t["tag"] for t in (aspects.get("globalTags") or {}).get("tags", [])]
 
 
 def _read_aspects(raw: _Raw, graph: MetadataGraph, names: list[str]) -> int:
@@ -371,10 +372,7 @@ def _facts_of(urn: str, a: Json) -> dict[str, Any]:
     )
     return {
         "description": str(description).strip(),
-        "owners": [o["owner"] for o in (a.get("ownership") or {}).get("owners", [])],
-        "domains": list((a.get("domains") or {}).get("domains", [])),
-        "tags": [t["tag"] for t in (a.get("globalTags") or {}).get("tags", [])],
-        "terms": [t["urn"] for t in (a.get("glossaryTerms") or {}).get("terms", [])],
+        **{key: _referenced(a, key) for key in ("owners", "domains", "tags", "terms")},
         "subtypes": list((a.get("subTypes") or {}).get("typeNames", [])),
         "structured": structured,
         "columns": _columns(a),

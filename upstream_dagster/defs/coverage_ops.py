@@ -74,13 +74,13 @@ def current_plan(settings: Settings, spec: EstateSpec, as_of_ms: int) -> Plan:
     return replan(settings, spec, current_context(settings, as_of_ms))
 
 
-def proposals_table(batch: tuple[Proposal, ...], shown: Plan | None = None) -> str:
-    """The batch as a reviewer reads it; ``shown`` supplies DataHub's display names."""
+def proposals_table(batch: Plan) -> str:
+    """The batch as a reviewer reads it, owners, terms and domains by their display names."""
     rows = [
         "| id | asset | requirement | proposed value | evidence | risk | price |",
         "|---|---|---|---|---|---:|---|",
     ]
-    for p in batch:
+    for p in batch.proposals:
         price = (
             f"+{p.price.delta_points:.2f} pts, fixes {p.price.checks_fixed}, breaks "
             f"{p.price.checks_broken}, {p.price.downstream} downstream "
@@ -89,9 +89,7 @@ def proposals_table(batch: tuple[Proposal, ...], shown: Plan | None = None) -> s
             else "not priced"
         )
         values = p.effective_change().values
-        value = ", ".join(
-            (shown.display(v) if shown else short(v)) if v.startswith("urn:") else v for v in values
-        )
+        value = ", ".join(batch.display(v) for v in values)
         rows.append(
             f"| {p.id} | {short(p.asset)} | {p.requirement} | {p.change.kind}: "
             f"{value[:90]} | {'; '.join(p.evidence)} | {p.risk:.3f} | {price} |"
@@ -115,7 +113,7 @@ def plan_metadata(result: Plan) -> dict[str, Any]:
         "deferred_to_next_batch": result.deferred,
         "unfixable": len(result.unfixable),
         "batch": dg.MetadataValue.md(
-            proposals_table(result.proposals, result)
+            proposals_table(result)
             if result.proposals
             else "No proposals: nothing in the graph can close the "
             "remaining violations (see `stays_a_violation`)."

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import fnmatch
+from collections.abc import Mapping
 
 PREFIX = {
     "domains": "urn:li:domain:",
@@ -27,6 +28,11 @@ def short(urn: str) -> str:
     if urn.startswith("urn:li:dataset:("):
         return urn.split(",")[1]
     return urn.rsplit(":", 1)[-1]
+
+
+def display(urn: str, names: Mapping[str, str]) -> str:
+    """What a person calls ``urn``: the display name DataHub holds, else the URN's tail."""
+    return names.get(urn) or short(urn)
 
 
 def dataset_name(urn: str) -> str:
