@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed-stamp
 # dbt and dagster must be found on PATH by the code location and the tests.
 export PATH := $(BIN):$(PATH)
 
-.PHONY: install demo test lint eval bench bench-scale ui showcase clean
+.PHONY: install system-deps demo test lint eval bench bench-scale ui showcase clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -23,8 +23,13 @@ install: $(STAMP)
 demo: install
 	$(BIN)/upstream demo
 
+## Debian packages two tests need: chromium (the browser test drives it; nothing is downloaded
+## at run time) and postgresql (the deployment test starts a throwaway server on 127.0.0.1).
+system-deps:
+	@./.ci/system-deps
+
 ## Lint, type-check the pure core, and run the whole test suite.
-test: install lint
+test: install system-deps lint
 	$(BIN)/python -m pytest -q
 
 lint: install
