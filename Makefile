@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed-stamp
 # dbt and dagster must be found on PATH by the code location and the tests.
 export PATH := $(BIN):$(PATH)
 
-.PHONY: install system-deps demo test lint eval bench bench-scale ui showcase clean
+.PHONY: install system-deps demo test test-fast lint eval bench bench-scale ui showcase clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -28,27 +28,33 @@ demo: install
 system-deps:
 	@./.ci/system-deps
 
-## Lint, type-check the pure core, and run the whole test suite.
+## Lint, type-check, check the import layers, and run the whole test suite (what CI runs).
 test: install system-deps lint
 	$(BIN)/python -m pytest -q
 
+## The inner loop: every test that needs no demo estate build and no server (about a minute).
+test-fast: install
+	$(BIN)/python -m pytest -q -m "not estate and not slow"
+
+## ruff (lint + format), mypy strict over the package, import-linter's layer contracts.
 lint: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
+	$(BIN)/lint-imports
 
 ## Read-path benchmark on a generated estate of 10,000 datasets (prints calls/1k and the read ratio).
 bench: install
-	$(BIN)/python -m upstream_dagster.bench.read_path --datasets 10000
+	$(BIN)/python -m upstream_dagster.evaluation.bench.read_path --datasets 10000
 
 ## Every case in evals/cases, live on fresh copies of the estate; prints the grid, writes the
-## records to evals/records and the grid to README.md. `upstream eval --help` for the options.
+## records to evals/records and the grid to docs/evaluation.md. `upstream eval --help` for the options.
 eval: install
 	$(BIN)/upstream eval --readme
 
 ## Scoring benchmark on generated estates of 10,000 and 100,000 datasets (minutes the first time).
 bench-scale: install
-	$(BIN)/python -m upstream_dagster.bench.score --datasets 10000 100000
+	$(BIN)/python -m upstream_dagster.evaluation.bench.score --datasets 10000 100000
 
 ## Load DataHub's showcase-ecommerce datapack into the embedded DataHub.
 showcase: install

@@ -16,6 +16,17 @@ PINNED_CLOCK = "2026-11-29T06:00:00Z"
 ROOT = Path(__file__).resolve().parent.parent
 
 
+ESTATE_FIXTURES = {"built_estate", "estate", "shared_estate"}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tests that need the demo estate built (dbt build + ingestion) are marked `estate`, so
+    the inner loop (`make test-fast`) can leave them out; `make test` runs everything."""
+    for item in items:
+        if ESTATE_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.estate)
+
+
 def _env(state: Path) -> dict[str, str]:
     return {
         "UPSTREAM_STATE_DIR": str(state),
@@ -34,16 +45,17 @@ def _no_gms(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture(scope="session")
 def built_estate(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A state folder holding the demo estate built and ingested by the estate_build job."""
-    from upstream_dagster.cli import run_job
-    from upstream_dagster.demo.deploy import deploy_project, prepare_manifest
+    from upstream_dagster.runs import run_job
+    from upstream_dagster.warehouse.dbt_project import DbtProject
 
     state = tmp_path_factory.mktemp("estate") / "state"
     saved = {k: os.environ.get(k) for k in _env(state)}
     os.environ.update(_env(state))
     try:
         settings = settings_mod.load()
-        deploy_project(settings)
-        prepare_manifest(settings)
+        project = DbtProject.of(settings)
+        project.deploy()
+        project.parse()
         run_job(settings, "estate_build")
     finally:
         for key, value in saved.items():

@@ -8,8 +8,7 @@ from pathlib import Path
 
 import dagster as dg
 
-from upstream_dagster.defs.resources import DataHubResource
-from upstream_dagster.runtime import WRITEBACK_POOL, WRITEBACK_TAGS
+from upstream_dagster.defs.resources import WRITEBACK_POOL, WRITEBACK_TAGS, DataHubResource
 
 
 @dg.op(pool=WRITEBACK_POOL, config_schema={"log": str})
@@ -28,9 +27,7 @@ def writeback_standin() -> None:
 @dg.asset
 def datahub_target(datahub: DataHubResource) -> str:
     """Where a run's writes would go, as the run's own process resolves the resource."""
-    from upstream_dagster.settings import load
-
-    target = datahub.target(load())
+    target = datahub.target()
     return f"{target.backend} {target.gms_url} token={'set' if target.gms_token else 'none'}"
 
 

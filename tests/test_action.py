@@ -113,7 +113,7 @@ def test_action_launches_the_reliability_job_on_a_real_dagster_webserver(
     the incident's partition on a real webserver; the same failure again launches nothing."""
     import dagster as dg
 
-    from upstream_dagster.runtime import dagster_instance
+    from upstream_dagster.runs import dagster_instance
 
     instance = dagster_instance(estate)  # DAGSTER_HOME inside the copy of the estate
     port = free_port()

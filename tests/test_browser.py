@@ -40,7 +40,7 @@ def _overall(text: str) -> str:
 @pytest.fixture
 def ui(estate: settings_mod.Settings) -> Iterator[tuple[str, settings_mod.Settings]]:
     """`dagster dev` on the code location, over a private copy of the built estate."""
-    from upstream_dagster.runtime import dagster_instance
+    from upstream_dagster.runs import dagster_instance
 
     assert CHROMIUM.exists(), f"{CHROMIUM} is missing: `.ci/run` installs Debian's chromium"
     dagster_instance(estate)  # writes dagster.yaml and points DAGSTER_HOME at the copy
@@ -117,7 +117,7 @@ def test_a_reviewer_reads_the_dial_and_approves_a_write_back_in_the_dagster_ui(
         page.wait_for_url(re.compile(r".*/runs/[0-9a-f-]{36}.*"))
         run_id = re.search(r"/runs/([0-9a-f-]{36})", page.url)[1]  # type: ignore[index]
 
-        from upstream_dagster.runtime import dagster_instance
+        from upstream_dagster.runs import dagster_instance
 
         instance = dagster_instance(settings)
         deadline = time.monotonic() + 300

@@ -14,8 +14,8 @@ from upstream_dagster.conformance.context import (
 )
 from upstream_dagster.conformance.requirements import CHECKS, evaluate
 from upstream_dagster.conformance.risk import WEIGHTS, RiskModel, rank_violations
-from upstream_dagster.conformance.scope import Scope, SelectorHit
 from upstream_dagster.conformance.score import render, render_markdown, score
+from upstream_dagster.conformance.tiers import Scope, SelectorHit
 from upstream_dagster.spec.models import EstateSpec, Requirements
 
 HOUR = 3_600_000

@@ -15,14 +15,16 @@ from hypothesis import HealthCheck, given
 from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 
-from upstream_dagster import gate
 from upstream_dagster import settings as settings_mod
-from upstream_dagster.cli import run_job
 from upstream_dagster.conformance.plan import Plan
+from upstream_dagster.datahub.changes import apply as write_change
+from upstream_dagster.datahub.changes import restore
 from upstream_dagster.datahub.lite import LiteGraph
-from upstream_dagster.datahub.writers import PreImage, restore, write_change
+from upstream_dagster.datahub.model import PreImage
 from upstream_dagster.errors import UpstreamError
+from upstream_dagster.runs import run_job
 from upstream_dagster.settings import Settings
+from upstream_dagster.state import claims as gate
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -93,7 +95,7 @@ def test_write_back_cannot_run_without_an_approval(estate: Settings) -> None:
     before = graph_digest(estate)
     with pytest.raises(dg.DagsterInvalidConfigError, match="batch_digest|reviewer|approve"):
         from upstream_dagster.definitions import build
-        from upstream_dagster.runtime import dagster_instance
+        from upstream_dagster.runs import dagster_instance
 
         build(estate).resolve_job_def("coverage_writeback_job").execute_in_process(
             instance=dagster_instance(estate)
@@ -307,10 +309,14 @@ def test_reset_restores_every_aspect_for_any_subset_of_proposals(
 def tick(settings: Settings) -> Any:
     """One evaluation of the auto-approval sensor against the estate's Dagster instance."""
     from upstream_dagster.definitions import build
-    from upstream_dagster.runtime import dagster_instance
+    from upstream_dagster.runs import dagster_instance
 
-    sensor = build(settings).resolve_sensor_def("auto_writeback")
-    return sensor.evaluate_tick(dg.build_sensor_context(instance=dagster_instance(settings)))
+    defs = build(settings)
+    sensor = defs.resolve_sensor_def("auto_writeback")
+    context = dg.build_sensor_context(
+        instance=dagster_instance(settings), definitions=defs, resources=defs.resources
+    )
+    return sensor.evaluate_tick(context)
 
 
 def test_auto_policy_sensor_launches_once_and_risky_proposals_wait(

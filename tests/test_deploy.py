@@ -80,7 +80,7 @@ def test_config_schema_check_catches_a_mistyped_setting(
 
 def test_writeback_assets_and_jobs_carry_the_limits_the_deployment_enforces() -> None:
     """The pool and the run tag the deployment limits are the ones the write-backs declare."""
-    from upstream_dagster.runtime import WRITEBACK_POOL, WRITEBACK_TAGS
+    from upstream_dagster.defs.resources import WRITEBACK_POOL, WRITEBACK_TAGS
 
     config = yaml.safe_load(DEPLOY.read_text())
     (limit,) = config["concurrency"]["runs"]["tag_concurrency_limits"]
@@ -88,10 +88,11 @@ def test_writeback_assets_and_jobs_carry_the_limits_the_deployment_enforces() ->
     source = {p.name: p.read_text() for p in (ROOT / "upstream_dagster" / "defs").glob("*.py")} | {
         "definitions.py": (ROOT / "upstream_dagster" / "definitions.py").read_text()
     }
+    # the coverage write-back; an incident's fix and its resolution
     assert source["coverage.py"].count("pool=WRITEBACK_POOL") == 1
-    assert source["reliability.py"].count("pool=WRITEBACK_POOL") == 1
-    assert source["reliability.py"].count("tags=WRITEBACK_TAGS") == 1
-    assert source["definitions.py"].count("tags=WRITEBACK_TAGS") == 1
+    assert source["coverage.py"].count("tags=WRITEBACK_TAGS") == 1
+    assert source["remediation.py"].count("pool=WRITEBACK_POOL") == 2
+    assert source["remediation.py"].count("tags=WRITEBACK_TAGS") == 2
     assert WRITEBACK_POOL == "datahub_writeback"
 
 
@@ -160,7 +161,7 @@ def test_postgres_instance_holds_write_backs_to_one_at_a_time(
 
     # the deployment's one-time step (docs/deploy/dagster.yaml): the pool exists before two
     # write-backs can race to create it (on PostgreSQL the loser fails on a unique key)
-    from upstream_dagster.runtime import WRITEBACK_POOL
+    from upstream_dagster.defs.resources import WRITEBACK_POOL
 
     subprocess.run(
         [str(Path(sys.executable).with_name("dagster")), "instance", "concurrency", "set",
@@ -198,18 +199,19 @@ def test_datahub_address_and_token_reach_a_run_through_env_vars_only(
     from .deploy_jobs import datahub_target
 
     instance = dg.DagsterInstance.ephemeral()
-    assert dg.materialize([datahub_target], resources={"datahub": datahub_resource()},
+    from upstream_dagster.settings import load
+
+    assert dg.materialize([datahub_target], resources={"datahub": datahub_resource(load())},
                           instance=instance).output_for_node("datahub_target") == (
         "lite None token=none"
     )  # fmt: skip
     monkeypatch.setenv("DATAHUB_GMS_URL", "http://gms.internal:8080")
     monkeypatch.setenv("DATAHUB_GMS_TOKEN", "s3cret-token")
-    resource = datahub_resource()
+    resource = datahub_resource(load())
     # what Dagster stores and shows is the variable's name, never its value
-    assert resource.get_resource_definition().config_schema.default_value == {
-        "gms_url": {"env": "DATAHUB_GMS_URL"},
-        "gms_token": {"env": "DATAHUB_GMS_TOKEN"},
-    }
+    shown = resource.get_resource_definition().config_schema.default_value
+    assert shown["gms_url"] == {"env": "DATAHUB_GMS_URL"}
+    assert shown["gms_token"] == {"env": "DATAHUB_GMS_TOKEN"}
     result = dg.materialize([datahub_target], resources={"datahub": resource}, instance=instance)
     assert result.output_for_node("datahub_target") == "gms http://gms.internal:8080 token=set"
     run = instance.get_run_by_id(result.run_id)

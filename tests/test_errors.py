@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from upstream_dagster.cli import run_job
 from upstream_dagster.datahub.lite import LiteGraph
 from upstream_dagster.errors import DataHubUnavailable, UpstreamError
+from upstream_dagster.runs import run_job
 from upstream_dagster.settings import Settings
 
 ROOT = Path(__file__).resolve().parent.parent

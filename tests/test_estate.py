@@ -8,10 +8,10 @@ import time
 import duckdb
 import pytest
 
-from upstream_dagster.cli import run_job
 from upstream_dagster.datahub import open_graph
 from upstream_dagster.datahub.lite import LiteGraph
 from upstream_dagster.datahub.summary import summarize
+from upstream_dagster.runs import run_job
 from upstream_dagster.settings import Settings
 
 DBT = "urn:li:dataset:(urn:li:dataPlatform:dbt,warehouse.{},PROD)"

@@ -11,14 +11,16 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from upstream_dagster import records
 from upstream_dagster import settings as settings_mod
 from upstream_dagster.cli import app
 from upstream_dagster.errors import UpstreamError
-from upstream_dagster.evaluation import EVAL_CLOCK, load_cases, replay_case
-from upstream_dagster.faultgen import Estate, draw, reaches_check, read_estate
-from upstream_dagster.reliability.grid import Grid
+from upstream_dagster.evaluation.draw import Estate, draw, reaches_check, read_estate
+from upstream_dagster.evaluation.grid import Grid
+from upstream_dagster.evaluation.replay import replay
+from upstream_dagster.evaluation.runner import EVAL_CLOCK, load_cases, replay_case
+from upstream_dagster.services.incident_record import conclusion
 from upstream_dagster.spec import load_estate
+from upstream_dagster.state import records
 
 ROOT = Path(__file__).resolve().parent.parent
 CASES = sorted((ROOT / "evals/cases").glob("*.yaml"))
@@ -34,7 +36,7 @@ def no_datahub(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
         raise AssertionError("replay opened DataHub or the warehouse")
 
     monkeypatch.setattr("upstream_dagster.datahub.open_graph", refuse)
-    monkeypatch.setattr("upstream_dagster.warehouse.connect", refuse)
+    monkeypatch.setattr("upstream_dagster.warehouse.duckdb_warehouse.connect", refuse)
     monkeypatch.setenv("UPSTREAM_STATE_DIR", str(tmp_path / "nothing-here"))
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
 
@@ -60,15 +62,15 @@ def test_each_committed_record_replays_to_the_live_verdict(path: Path, no_datahu
             assert not r.fired
             continue
         live = occ["investigation"]["live"]
-        v = records.replay(occ["investigation"], spec)
-        assert records.conclusion(v) == live, case.name
+        v = replay(occ["investigation"], spec)
+        assert conclusion(v) == live, case.name
         assert r.concluded == live["concluded"] and r.confidence == live["confidence"]
     text = (RECORDS / f"{case.name}.json").read_text()
     assert not re.search(r'"(time|timestampMillis|created_ms|timestamp_ms)": \d{11}', text)
 
 
 def test_the_random_records_replay_to_their_live_verdicts(no_datahub: None) -> None:
-    from upstream_dagster.reliability.scenario import Scenario
+    from upstream_dagster.evaluation.scenario import Scenario
 
     spec = load_estate(ROOT / "estate.yaml")
     paths = sorted((RECORDS / "random-7").glob("*.json"))
@@ -174,7 +176,7 @@ def test_a_fault_that_reaches_no_checked_column_expects_an_abstention() -> None:
 
 
 def test_the_grid_names_each_missed_target_and_by_how_much() -> None:
-    from upstream_dagster.reliability.grid import Result
+    from upstream_dagster.evaluation.grid import Result
 
     def r(case: str, expected: str, right: bool, concluded: bool, conf: float) -> Result:
         top = "x" if conf else ""

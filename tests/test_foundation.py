@@ -52,8 +52,9 @@ def test_importing_and_using_datahub_never_writes_to_home(tmp_path: Path) -> Non
     home, state = tmp_path / "home", tmp_path / "state"
     home.mkdir()
     script = (
+        "from upstream_dagster import settings\n"
         "from upstream_dagster.datahub import open_graph\n"
-        "g = open_graph(create=True)\n"
+        "g = open_graph(settings.load(), create=True)\n"
         "print(g.write_aspect('urn:li:tag:x', 'tagKey', {'name': 'x'}))\n"
         "g.close()\n"
     )

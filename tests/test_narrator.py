@@ -15,8 +15,8 @@ import pytest
 
 from upstream_dagster.conformance.context import AssetFacts, Column, MetadataContext
 from upstream_dagster.conformance.plan import plan
-from upstream_dagster.defs.coverage_ops import narrate
 from upstream_dagster.narrator import Narrator
+from upstream_dagster.services.coverage import narrate
 from upstream_dagster.spec.models import EstateSpec
 
 A = "urn:li:dataset:(urn:li:dataPlatform:dbt,acme.marts.fct_ledger,PROD)"
@@ -109,12 +109,12 @@ def test_narration_changes_what_is_written_but_not_the_batch_digest(
     )
     batch = plan(ctx, spec, 0)
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
-    same, meta = narrate(batch, spec)
-    assert same == batch and meta["narrator"].startswith("off")
+    same, narration = narrate(batch, spec)
+    assert same == batch and not narration.on
     client, _ = recorded_client()
-    narrated, meta = narrate(batch, spec, client)
+    narrated, narration = narrate(batch, spec, client)
     (p,) = narrated.proposals
-    assert narrated.digest == batch.digest and meta["model_calls"] == 1
+    assert narrated.digest == batch.digest and narration.model_calls == 1
     assert p.effective_change().values[0].startswith("Ledger lines")
     assert p.change == batch.proposals[0].change  # the grounded template is what was priced
 
@@ -124,23 +124,22 @@ def _verdict() -> Any:
     """A real verdict: the committed vendor_rename record replayed (no DataHub, no key)."""
     from pathlib import Path
 
-    from upstream_dagster import records
+    from upstream_dagster.evaluation.replay import replay
     from upstream_dagster.spec import load_estate
+    from upstream_dagster.state import records
 
     root = Path(__file__).resolve().parent.parent
     record = records.load(root / "evals/records/vendor_rename.json")
-    return records.replay(
-        record["occurrences"][0]["investigation"], load_estate(root / "estate.yaml")
-    )
+    return replay(record["occurrences"][0]["investigation"], load_estate(root / "estate.yaml"))
 
 
 def test_recorded_exchange_writes_the_rca_summary_and_pull_request_but_decides_nothing() -> None:
-    from upstream_dagster.defs.incident_ops import narrate
     from upstream_dagster.reliability.verdict import (
         pull_request_text,
         rca_markdown,
         summary_sentences,
     )
+    from upstream_dagster.services.investigation import narrate
 
     v = _verdict()
     facts = summary_sentences(v)
@@ -169,8 +168,8 @@ def test_recorded_exchange_writes_the_rca_summary_and_pull_request_but_decides_n
     ids=["cites-evidence-it-was-not-given", "leaves-a-sentence-uncited"],
 )
 def test_recorded_ungrounded_prose_is_refused_and_the_template_kept(reply: str) -> None:
-    from upstream_dagster.defs.incident_ops import narrate
     from upstream_dagster.reliability.verdict import rca_markdown, summary_sentences
+    from upstream_dagster.services.investigation import narrate
 
     v = _verdict()
     client, _ = recorded_client(text=reply)

@@ -22,8 +22,8 @@ from upstream_dagster.reliability.health import (
     correlate,
 )
 from upstream_dagster.reliability.investigate import Memory, Trigger, investigate
-from upstream_dagster.reliability.monitors import Observation, judge
 from upstream_dagster.reliability.remediation import remedy, rewrite_model
+from upstream_dagster.reliability.rules import Observation, judge
 from upstream_dagster.reliability.sqlguard import guard
 
 ALLOWED = {"crm.accounts", "billing.invoices"}
@@ -323,7 +323,7 @@ def test_losing_rows_is_named_a_volume_drop_even_when_the_newest_row_went_too() 
 
 
 def test_a_checks_column_is_read_from_every_kind_of_datahub_assertion() -> None:
-    from upstream_dagster.datahub.readpath import assertion_column, assertion_columns
+    from upstream_dagster.datahub.assertions import assertion_column, assertion_columns
 
     ds = "urn:li:dataset:(urn:li:dataPlatform:snowflake,shop.billing.invoices,PROD)"
     field_urn = f"urn:li:schemaField:({ds},amount_due)"

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import dagster as dg
 
-from upstream_dagster.cli import run_job
 from upstream_dagster.conformance.score import Dial
 from upstream_dagster.datahub.lite import LiteGraph
 from upstream_dagster.definitions import build
+from upstream_dagster.runs import run_job
 from upstream_dagster.settings import Settings
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -63,6 +63,7 @@ def test_read_path_works_on_the_showcase(showcase_state: tuple[Path, str]) -> No
     assert sum(1 for o in owners if ctx.display(o) != o.rsplit(":", 1)[-1]) >= 10
 
 
+@pytest.mark.slow
 def test_the_coverage_loop_works_on_the_showcase(
     showcase_state: tuple[Path, str], tmp_path: Path
 ) -> None:

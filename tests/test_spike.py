@@ -37,6 +37,12 @@ class Forgetful:
         written: Receipt = self.inner.write_aspect(urn, aspect, value)
         return written
 
+    def apply_change(self, urn: str, change: Any) -> Receipt:
+        if change.kind == "add_tag":
+            return Receipt(urn, "globalTags", True, "accepted")
+        applied: Receipt = self.inner.apply_change(urn, change)
+        return applied
+
     def timeline(self, *args: Any, **kwargs: Any) -> Any:
         raise ConnectionError("timeline endpoint unreachable")
 

@@ -143,7 +143,8 @@ def test_unknown_category_is_refused_with_the_valid_ones() -> None:
 
 def test_structured_property_and_memory_writers_keep_everyone_elses_values(lite: LiteGraph) -> None:
     from upstream_dagster.conformance.proposals import Change
-    from upstream_dagster.datahub.writers import restore, write_change
+    from upstream_dagster.datahub.changes import apply as write_change
+    from upstream_dagster.datahub.changes import restore
 
     owned = {
         "properties": [

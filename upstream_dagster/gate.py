@@ -1,97 +1,114 @@
-"""The one local record besides Dagster's event log: the atomic claim that makes a batch's
-write-back happen at most once, and the rejections reviewers recorded.
+"""The human gate, as one pure function: may this write-back write, and what?
 
-A SQLite table in the state folder (``gate.sqlite``). The claim is an INSERT on a primary key,
-taken before the first write: of two launches at once, in threads or processes, exactly one
-succeeds; the other is refused and told which run wrote the batch.
+Both write-backs (a coverage batch, an incident's fix), the command line and the launchpad ask
+`decide`; nothing else decides. The policy comes from estate.yaml, never from the request. The
+checks run in one order, and the first that fails is the answer:
+
+1. the digest the reviewer approved is the one shown for approval (a stale launch is refused);
+2. what was shown is still current (DataHub read again gives the same digest);
+3. a dry-run policy writes nothing, for anybody, and says so;
+4. an automatic launch writes only under an ``auto`` policy;
+5. a person must be on the approvers list;
+6. there must be something to write, where the subject says why there may not be;
+7. an automatic launch writes only what is at or below ``max_auto_risk``; the rest waits.
 """
 
 from __future__ import annotations
 
-import sqlite3
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager
-from pathlib import Path
+from dataclasses import dataclass
+from typing import Literal
 
-from upstream_dagster.errors import UpstreamError
+from upstream_dagster.spec.models import Policies
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS claims (batch_digest TEXT PRIMARY KEY, run_id TEXT NOT NULL,
-                                   reviewer TEXT NOT NULL, claimed_at INTEGER NOT NULL);
-CREATE TABLE IF NOT EXISTS rejections (proposal_id TEXT NOT NULL, batch_digest TEXT NOT NULL,
-                                       reviewer TEXT NOT NULL, reason TEXT NOT NULL,
-                                       PRIMARY KEY (proposal_id));
-"""
+Verdict = Literal["write", "dry-run", "refuse"]
 
 
-class BatchRefused(UpstreamError):
-    pass
+@dataclass(frozen=True)
+class Request:
+    """What a launch asks: the digest the reviewer saw, who they are, whether a sensor asked."""
+
+    approved_digest: str
+    reviewer: str
+    automatic: bool = False
 
 
-def _wal(con: sqlite3.Connection) -> None:
-    """Switch a new gate file to WAL. The switch needs an exclusive lock and SQLite answers
-    "database is locked" at once instead of waiting when another process holds it, so several
-    first claims at the same moment retry; once the file is WAL it stays WAL."""
-    for attempt in range(100):
-        if con.execute("PRAGMA journal_mode").fetchone()[0] == "wal":
-            return
-        try:
-            con.execute("PRAGMA journal_mode=WAL")
-            return
-        except sqlite3.OperationalError:
-            if attempt == 99:
-                raise
-            time.sleep(0.05)
+@dataclass(frozen=True)
+class Subject:
+    """What would be written: shown with ``digest``; ``current_digest`` is what reading DataHub
+    again gives now; ``items`` are (id, risk) of each write; ``empty_reason`` says why there is
+    nothing to write when that is a refusal (an investigation that abstained)."""
+
+    kind: str  # "batch" or "fix": how the messages name it
+    digest: str
+    current_digest: str
+    items: tuple[tuple[str, float], ...]
+    empty_reason: str | None = None
 
 
-@contextmanager
-def _db(state_dir: Path) -> Iterator[sqlite3.Connection]:
-    state_dir.mkdir(parents=True, exist_ok=True)
-    con = sqlite3.connect(str(state_dir / "gate.sqlite"), timeout=30, isolation_level=None)
-    try:
-        _wal(con)
-        con.executescript(SCHEMA)
-        yield con
-    finally:
-        con.close()
+@dataclass(frozen=True)
+class Decision:
+    verdict: Verdict
+    problem: str = ""
+    fix: str = ""
+    allowed: tuple[str, ...] = ()  # item ids that may be written
+    held: tuple[str, ...] = ()  # above max_auto_risk: they wait for a person
+
+    @property
+    def writes(self) -> bool:
+        return self.verdict == "write"
 
 
-def claim(state_dir: Path, digest: str, run_id: str, reviewer: str) -> None:
-    with _db(state_dir) as con:
-        try:
-            con.execute(
-                "INSERT INTO claims VALUES (?, ?, ?, ?)",
-                [digest, run_id, reviewer, int(time.time())],
-            )
-        except sqlite3.IntegrityError:
-            (other, who) = con.execute(
-                "SELECT run_id, reviewer FROM claims WHERE batch_digest = ?", [digest]
-            ).fetchone()
-            raise BatchRefused(
-                f"batch {digest} was already written by run {other} (approved by {who})",
-                "re-run the score job to plan a new batch; a batch is written at most once",
-            ) from None
+def _refuse(problem: str, fix: str) -> Decision:
+    return Decision("refuse", problem, fix)
 
 
-def claimed_by(state_dir: Path, digest: str) -> str | None:
-    with _db(state_dir) as con:
-        row = con.execute("SELECT run_id FROM claims WHERE batch_digest = ?", [digest]).fetchone()
-    return str(row[0]) if row else None
-
-
-def reject(
-    state_dir: Path, proposal_ids: list[str], digest: str, reviewer: str, reason: str
-) -> None:
-    with _db(state_dir) as con:
-        con.executemany(
-            "INSERT OR REPLACE INTO rejections VALUES (?, ?, ?, ?)",
-            [(pid, digest, reviewer, reason) for pid in proposal_ids],
+def decide(policy: Policies, request: Request, subject: Subject) -> Decision:
+    kind = subject.kind
+    if request.approved_digest != subject.digest:
+        return _refuse(
+            f"stale {kind} digest {request.approved_digest}: the current {kind} is "
+            f"{subject.digest}",
+            f"approve the {kind} shown now, with digest {subject.digest}",
         )
-
-
-def rejected(state_dir: Path) -> frozenset[str]:
-    """Proposal ids a reviewer rejected. An id is a hash of the asset, requirement and value, so
-    a proposal whose inputs changed gets a new id and is proposed again."""
-    with _db(state_dir) as con:
-        return frozenset(r[0] for r in con.execute("SELECT proposal_id FROM rejections"))
+    if subject.current_digest != subject.digest:
+        return _refuse(
+            f"the graph changed since this {kind} was planned (digest now "
+            f"{subject.current_digest})",
+            "run the score job (`upstream plan`) and approve the new batch"
+            if kind == "batch"
+            else "re-run the reliability job for this incident and approve its new verdict",
+        )
+    if policy.actuation == "dry-run":
+        return Decision(
+            "dry-run",
+            "dry-run policy in estate.yaml: nothing was written",
+            "set policies.actuation to ratify in estate.yaml to let approvers write",
+        )
+    if request.automatic and policy.actuation != "auto":
+        return _refuse(
+            f"this launch says it is automatic, but estate.yaml's policy is "
+            f"{policy.actuation!r}: only a person on the approvers list may write",
+            "a person on the approvers list approves it",
+        )
+    if not request.automatic and request.reviewer not in policy.approvers:
+        return _refuse(
+            f"{request.reviewer!r} is not an approver; estate.yaml allows "
+            f"{', '.join(policy.approvers) or 'nobody'}",
+            "approve as someone listed in policies.approvers, or add them to it",
+        )
+    if not subject.items and subject.empty_reason:
+        return _refuse(
+            subject.empty_reason,
+            "settle the named probe and re-run the reliability job; nothing is applied on a guess",
+        )
+    held = tuple(
+        i for i, risk in subject.items if request.automatic and risk > policy.max_auto_risk
+    )
+    allowed = tuple(i for i, _ in subject.items if i not in held)
+    if held and not allowed:
+        return _refuse(
+            f"every item is riskier than max_auto_risk {policy.max_auto_risk}: an automatic "
+            "launch may not write them",
+            "a person on the approvers list approves it",
+        )
+    return Decision("write", allowed=allowed, held=held)

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, NamedTuple, overload
 
+from upstream_dagster.spec.urns import display
+
 
 class Column(NamedTuple):
     """A schema field. A tuple, not a dataclass: estates have hundreds of thousands of them."""
@@ -163,8 +165,6 @@ class MetadataContext:
 
     def display(self, urn: str) -> str:
         """What a person calls ``urn``: DataHub's display name, else the URN's readable tail."""
-        from upstream_dagster.spec.urns import display
-
         return display(urn, self.name_of)
 
     @cached_property

@@ -8,7 +8,7 @@ the verify step compares what DataHub then says with what simulation projected.
 from __future__ import annotations
 
 from upstream_dagster.conformance.context import AssetFacts, MetadataContext
-from upstream_dagster.conformance.scope import Scope, SelectorHit
+from upstream_dagster.conformance.tiers import Scope, SelectorHit
 from upstream_dagster.spec.models import EstateSpec, Selector
 from upstream_dagster.spec.urns import name_matches, platform_of, to_urns
 

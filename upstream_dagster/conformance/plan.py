@@ -26,7 +26,7 @@ from upstream_dagster.conformance.requirements import CheckResult
 from upstream_dagster.conformance.risk import rank_violations
 from upstream_dagster.conformance.score import Dial, score
 from upstream_dagster.spec.models import EstateSpec
-from upstream_dagster.spec.urns import display, short
+from upstream_dagster.spec.urns import display, field_dataset, field_path, short
 
 NO_SOURCE = {
     "require_tags": "no tag of that name anywhere near this asset in the graph",
@@ -125,9 +125,7 @@ def infer_term(ctx: MetadataContext, a: AssetFacts) -> tuple[Change, tuple[str, 
     if not column_terms:  # terms on the upstream columns that feed this asset's columns
         feeding = {u for u, d in ctx.column_edges if d.startswith(f"urn:li:schemaField:({a.urn},")}
         for field in sorted(feeding):
-            dataset, _, path = (
-                field.removeprefix("urn:li:schemaField:(").removesuffix(")").rpartition(",")
-            )
+            dataset, path = field_dataset(field) or "", field_path(field)
             source = ctx.by_urn.get(dataset)
             column_terms.update(
                 t for c in (source.columns if source else ()) if c.path == path for t in c.terms

@@ -23,7 +23,7 @@ from functools import cached_property
 from upstream_dagster.conformance.context import AssetFacts, MetadataContext
 from upstream_dagster.conformance.requirements import CheckResult
 from upstream_dagster.spec.models import EstateSpec
-from upstream_dagster.spec.urns import to_urns
+from upstream_dagster.spec.urns import entity_type, to_urns
 
 WEIGHTS: tuple[tuple[str, float], ...] = (
     ("criticality", 0.20),
@@ -120,7 +120,7 @@ class RiskModel:
     @cached_property
     def _consumer_counts(self) -> Mapping[str, int]:
         return {
-            u: sum(1 for d in reach if d.split(":")[2] in CONSUMERS)
+            u: sum(1 for d in reach if entity_type(d) in CONSUMERS)
             for u, reach in self.reach.items()
         }
 

@@ -12,8 +12,9 @@ from dataclasses import dataclass
 
 from upstream_dagster.conformance.context import MetadataContext
 from upstream_dagster.conformance.requirements import CheckResult, evaluate
-from upstream_dagster.conformance.scope import Scope, SelectorHit
+from upstream_dagster.conformance.tiers import Scope, SelectorHit
 from upstream_dagster.spec.models import EstateSpec
+from upstream_dagster.spec.urns import short
 
 
 @dataclass(frozen=True)
@@ -129,7 +130,7 @@ def render(dial: Dial) -> str:
         lines.append("")
         lines.append(
             f"{len(dial.unmatched)} datasets match no tier (not scored): "
-            + ", ".join(u.split(",")[1] if "," in u else u for u in dial.unmatched[:8])
+            + ", ".join(short(u) for u in dial.unmatched[:8])
             + (" ..." if len(dial.unmatched) > 8 else "")
         )
     return "\n".join(lines) + "\n"

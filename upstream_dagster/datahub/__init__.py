@@ -1,28 +1,62 @@
 """The only package that imports the DataHub SDK.
 
-`open_graph` picks the backend from configuration alone: ``DATAHUB_GMS_URL`` set selects a real
-DataHub (`gms`), unset selects the embedded DataHub Lite file in the state folder (`lite`).
+`open_graph` picks the backend from configuration alone: a GMS address selects a real DataHub
+(`gms`), none selects the embedded DataHub Lite file in the state folder (`lite`). `connected`
+is the same as a context manager that always closes the graph.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from upstream_dagster.datahub import _sdk
+from upstream_dagster.datahub.gms import GmsGraph
+from upstream_dagster.datahub.lite import LiteGraph
 from upstream_dagster.datahub.protocol import MetadataGraph
 from upstream_dagster.settings import Settings
-from upstream_dagster.settings import load as load_settings
 
 
-def open_graph(settings: Settings | None = None, *, create: bool = False) -> MetadataGraph:
-    from upstream_dagster.datahub import _sdk
+@dataclass(frozen=True)
+class Target:
+    """Which DataHub: a GMS address (and token), or else the DataHub Lite file."""
 
-    settings = settings or load_settings()
-    _sdk.prepare(settings.sdk_home)
-    if settings.gms_url:
-        from upstream_dagster.datahub.gms import GmsGraph
+    lite_file: Path
+    sdk_home: Path
+    gms_url: str | None = None
+    gms_token: str | None = None
 
-        return GmsGraph(settings.gms_url, settings.gms_token)
-    from upstream_dagster.datahub.lite import LiteGraph
+    @property
+    def backend(self) -> str:
+        return "gms" if self.gms_url else "lite"
 
-    return LiteGraph(settings.lite_file, create=create)
+    @property
+    def where(self) -> str:
+        return self.gms_url or str(self.lite_file)
+
+    @classmethod
+    def of(cls, settings: Settings) -> Target:
+        return cls(settings.lite_file, settings.sdk_home, settings.gms_url, settings.gms_token)
 
 
-__all__ = ["MetadataGraph", "open_graph"]
+def open_graph(target: Target | Settings, *, create: bool = False) -> MetadataGraph:
+    where = target if isinstance(target, Target) else Target.of(target)
+    _sdk.prepare(where.sdk_home)
+    if where.gms_url:
+        return GmsGraph(where.gms_url, where.gms_token)
+    return LiteGraph(where.lite_file, create=create)
+
+
+@contextmanager
+def connected(target: Target | Settings, *, create: bool = False) -> Iterator[MetadataGraph]:
+    """The configured DataHub for the length of a block, closed however the block ends."""
+    graph = open_graph(target, create=create)
+    try:
+        yield graph
+    finally:
+        graph.close()
+
+
+__all__ = ["MetadataGraph", "Target", "connected", "open_graph"]

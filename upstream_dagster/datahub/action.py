@@ -24,8 +24,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from upstream_dagster.datahub import _sdk
 from upstream_dagster.datahub.incidents import incident_key
 from upstream_dagster.datahub.model import AssertionRun
+from upstream_dagster.errors import UpstreamError
 
 log = logging.getLogger(__name__)
 BREAKING = {"REMOVE", "MODIFY"}
@@ -151,8 +153,6 @@ class DagsterLauncher:
         """True when the partition is new; False when the sensor or an earlier event has it."""
         import requests
 
-        from upstream_dagster.errors import UpstreamError
-
         response = requests.post(
             f"{self.url}/graphql",
             json={
@@ -202,14 +202,13 @@ def _action_base() -> type:
     import sys
 
     if "datahub" not in sys.modules:  # first SDK import: keep HOME clean and telemetry off
-        from upstream_dagster.datahub import _sdk
-
         _sdk.prepare()
     try:
-        from datahub_actions.action.action import Action
+        from datahub_actions.action.action import Action  # type: ignore[import-untyped]
     except ImportError:  # the Actions framework is an optional production dependency
         return object
-    return Action
+    base: type = Action
+    return base
 
 
 class UpstreamAction(_action_base()):  # type: ignore[misc]
@@ -223,8 +222,6 @@ class UpstreamAction(_action_base()):  # type: ignore[misc]
 
     def __init__(self, config: dict[str, Any], launcher: Any = None) -> None:
         if not config.get("dagster_url") and launcher is None:
-            from upstream_dagster.errors import UpstreamError
-
             raise UpstreamError(
                 "the Upstream action has no dagster_url",
                 "set action.config.dagster_url to the Dagster webserver, e.g. "

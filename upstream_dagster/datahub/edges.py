@@ -7,24 +7,13 @@ carry their inputs and outputs. Both the simplified JSON that DataHub Lite store
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Iterator
 from typing import Any
 
 from upstream_dagster.datahub.model import ColumnEdge, Json, LineageEdge
+from upstream_dagster.spec.urns import field_dataset
 
 LINEAGE_ASPECTS = ("upstreamLineage", "chartInfo", "dashboardInfo", "dataJobInputOutput")
-_FIELD = re.compile(r"^urn:li:schemaField:\((?P<dataset>.+),(?P<path>[^,]+)\)$")
-
-
-def field_dataset(field_urn: str) -> str | None:
-    match = _FIELD.match(field_urn)
-    return match.group("dataset") if match else None
-
-
-def field_path(field_urn: str) -> str:
-    match = _FIELD.match(field_urn)
-    return match.group("path") if match else field_urn
 
 
 def _urns(value: Json, plain: str, edges: str) -> list[str]:

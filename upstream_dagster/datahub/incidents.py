@@ -6,12 +6,19 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from upstream_dagster.datahub.model import AspectVersion, AssertionRun, assertion_properties
-from upstream_dagster.datahub.probe import profiles_of
+from upstream_dagster.datahub.assertions import assertee, assertion_column, assertion_label
+from upstream_dagster.datahub.model import (
+    AspectVersion,
+    AssertionRun,
+    SearchQuery,
+    assertion_properties,
+)
+from upstream_dagster.datahub.probe import profiles_of, read_history
 from upstream_dagster.datahub.protocol import MetadataGraph
 from upstream_dagster.errors import UpstreamError
 from upstream_dagster.reliability.health import GRACE_MS, FailingCheck, Window
-from upstream_dagster.reliability.investigate import Memory, Trigger
+from upstream_dagster.reliability.walk import Memory, Trigger
+from upstream_dagster.spec.urns import platform_of
 
 MEMORY = "urn:li:structuredProperty:lastRootCause"
 _KEY = re.compile(r"^(?P<id>[A-Za-z0-9_.-]+)@(?P<ts>\d+)$")
@@ -65,9 +72,6 @@ FACTS = ["siblings", "structuredProperties", "ownership", "domains", "glossaryTe
 
 def trigger_for(graph: MetadataGraph, key: str) -> Opened:
     """Three reads: the assertion, the symptom's aspects (memory among them), its history."""
-    from upstream_dagster.datahub.probe import read_history
-    from upstream_dagster.datahub.readpath import assertee, assertion_column, assertion_label
-
     assertion, ts = parse_key(key)
     info = graph.get_aspects([assertion], ["assertionInfo"]).get(assertion, {})
     info = info.get("assertionInfo") or {}
@@ -101,14 +105,12 @@ def check_inputs(graph: MetadataGraph, custom: dict[str, Any], symptom: str) -> 
     """Datasets a check reads besides its own: the parent of a relationships test, as DataHub's
     dbt source keeps it (``nativeParameters.to`` = ``ref('x')`` or ``source('s', 'x')``).
     One search read, only when the check names one."""
-    from upstream_dagster.datahub.model import SearchQuery
-
     target = str((custom.get("nativeParameters") or {}).get("to") or "")
     match = _REF.match(target)
     if not match:
         return ()
     name = match.group(1) or match.group(2)
-    platform = symptom.split("dataPlatform:", 1)[-1].split(",", 1)[0]
+    platform = platform_of(symptom)
     found = graph.search(SearchQuery(platforms=(platform,), names=(name,)))
     return tuple(u for u in sorted(found) if u != symptom)
 

@@ -13,10 +13,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from upstream_dagster.datahub import Target, _sdk
 from upstream_dagster.datahub.lite import LiteGraph
 from upstream_dagster.datahub.model import Receipt
 from upstream_dagster.errors import BuildFailed
-from upstream_dagster.settings import Settings
 
 log = logging.getLogger(__name__)
 TARGET_PLATFORM = "duckdb"
@@ -54,26 +54,26 @@ class IngestReport:
         )
 
 
-def sink_config(settings: Settings) -> dict[str, Any]:
-    if settings.gms_url:
+def sink_config(target: Target) -> dict[str, Any]:
+    if target.gms_url:
         return {
             "type": "datahub-rest",
-            "config": {"server": settings.gms_url, "token": settings.gms_token},
+            "config": {"server": target.gms_url, "token": target.gms_token},
         }
     return {
         "type": "datahub-lite",
         "config": {
             "type": "sqlite",
             "config": {
-                "file": str(settings.lite_file),
+                "file": str(target.lite_file),
                 "options": {"journal_mode": "WAL", "busy_timeout": 10000},
             },
         },
     }
 
 
-def dbt_recipe(settings: Settings, artifacts: Path) -> dict[str, Any]:
-    lite = not settings.gms_url
+def dbt_recipe(target: Target, artifacts: Path) -> dict[str, Any]:
+    lite = not target.gms_url
     source: dict[str, Any] = {
         "manifest_path": str(artifacts / "manifest.json"),
         "catalog_path": str(artifacts / "catalog.json"),
@@ -97,14 +97,12 @@ def dbt_recipe(settings: Settings, artifacts: Path) -> dict[str, Any]:
     return {
         "pipeline_name": "upstream-dbt",
         "source": {"type": "dbt", "config": source},
-        "sink": sink_config(settings),
+        "sink": sink_config(target),
     }
 
 
-def run_recipe(settings: Settings, recipe: dict[str, Any], label: str) -> IngestReport:
-    from upstream_dagster.datahub import _sdk
-
-    _sdk.prepare(settings.sdk_home)
+def run_recipe(target: Target, recipe: dict[str, Any], label: str) -> IngestReport:
+    _sdk.prepare(target.sdk_home)
     from datahub.ingestion.run.pipeline import Pipeline
 
     try:
@@ -134,16 +132,16 @@ def run_recipe(settings: Settings, recipe: dict[str, Any], label: str) -> Ingest
     )
 
 
-def ingest_dbt(settings: Settings, artifacts: Path) -> IngestReport:
+def ingest_dbt(target: Target, artifacts: Path) -> IngestReport:
     missing = [n for n in ("manifest.json", "catalog.json") if not (artifacts / n).exists()]
     if missing:
         raise BuildFailed(
             f"dbt artifacts {missing} are missing from {artifacts}",
             "run the dbt build and `dbt docs generate` first (`make demo` does)",
         )
-    report = run_recipe(settings, dbt_recipe(settings, artifacts), "dbt")
-    if not settings.gms_url:
-        graph = LiteGraph(settings.lite_file)
+    report = run_recipe(target, dbt_recipe(target, artifacts), "dbt")
+    if not target.gms_url:
+        graph = LiteGraph(target.lite_file)
         try:
             report.siblings_linked = len(link_siblings(graph)) // 2
         finally:
@@ -151,7 +149,7 @@ def ingest_dbt(settings: Settings, artifacts: Path) -> IngestReport:
     return report
 
 
-def ingest_file(settings: Settings, path: Path) -> IngestReport:
+def ingest_file(target: Target, path: Path) -> IngestReport:
     files = sorted(path.glob("*.json")) if path.is_dir() else [path]
     files = [f for f in files if f.name != "index.json"]
     if not files:
@@ -164,9 +162,9 @@ def ingest_file(settings: Settings, path: Path) -> IngestReport:
         recipe = {
             "pipeline_name": "upstream-file",
             "source": {"type": "file", "config": {"path": str(f)}},
-            "sink": sink_config(settings),
+            "sink": sink_config(target),
         }
-        one = run_recipe(settings, recipe, f"file {f.name}")
+        one = run_recipe(target, recipe, f"file {f.name}")
         total.produced += one.produced
         total.written += one.written
         total.dropped += one.dropped

@@ -18,14 +18,20 @@ from typing import Any
 
 import orjson
 
+from upstream_dagster.conformance.proposals import Change
+from upstream_dagster.datahub import _sdk, timeline
 from upstream_dagster.datahub import edges as edge_parse
-from upstream_dagster.datahub import timeline
+from upstream_dagster.datahub.changes import WRITERS, current
+from upstream_dagster.datahub.mcp import build_mcp
 from upstream_dagster.datahub.model import (
+    LITE,
+    Answer,
     AspectVersion,
     AssertionRun,
     CallCounter,
+    History,
     Json,
-    LineageEdge,
+    Lineage,
     Receipt,
     SearchQuery,
     Transaction,
@@ -57,6 +63,7 @@ def _marks(values: Sequence[Any]) -> str:
 
 class LiteGraph:
     transport = "lite"
+    capabilities = LITE
 
     def __init__(self, path: Path, *, create: bool = False) -> None:
         self.path = Path(path)
@@ -107,8 +114,6 @@ class LiteGraph:
         """DataHub Lite's own handle, opened on first write."""
         with self._lock:
             if self._writer is None:
-                from upstream_dagster.datahub import _sdk
-
                 _sdk.prepare()
                 from datahub.lite.lite_util import get_datahub_lite
 
@@ -173,8 +178,8 @@ class LiteGraph:
             out.setdefault(urn, {})[aspect] = orjson.loads(metadata)
         return out
 
-    def aspect_history(self, urn: str, aspect: str) -> list[AspectVersion]:
-        return self.histories(urn, [aspect]).get(aspect, [])
+    def aspect_history(self, urn: str, aspect: str) -> History:
+        return Answer(tuple(self.histories(urn, [aspect]).get(aspect, [])))
 
     def histories(self, urn: str, aspects: Sequence[str]) -> dict[str, list[AspectVersion]]:
         rows = self._q(
@@ -251,7 +256,7 @@ class LiteGraph:
         return [r[0] for r in rows]
 
     # -- lineage ----------------------------------------------------------------------------
-    def lineage_edges(self, as_of_ms: int | None = None) -> list[LineageEdge]:
+    def lineage_edges(self, as_of_ms: int | None = None) -> Lineage:
         """Every lineage edge in the graph, as it stood at ``as_of_ms`` (latest when None)."""
         aspects = edge_parse.LINEAGE_ASPECTS
         if as_of_ms is None:
@@ -271,20 +276,22 @@ class LiteGraph:
                 "AND m.version = x.v",
                 [as_of_ms, *aspects],
             )
-        return edge_parse.edges_from_rows((u, a, orjson.loads(m)) for u, a, m in rows)
+        return Answer(
+            tuple(edge_parse.edges_from_rows((u, a, orjson.loads(m)) for u, a, m in rows))
+        )
 
     def lineage(
         self,
         urns: Sequence[str],
         direction: str,
         as_of_ms: int | None = None,
-    ) -> list[LineageEdge]:
+    ) -> Lineage:
         """One hop of lineage from ``urns``: ``direction`` is 'upstream' or 'downstream'."""
         if direction not in ("upstream", "downstream"):
             raise ValueError(f"direction must be 'upstream' or 'downstream', not {direction!r}")
         wanted = set(urns)
         side = "downstream" if direction == "upstream" else "upstream"
-        return [e for e in self.lineage_edges(as_of_ms) if getattr(e, side) in wanted]
+        return Answer(tuple(e for e in self.lineage_edges(as_of_ms) if getattr(e, side) in wanted))
 
     # -- timeline ---------------------------------------------------------------------------
     def timeline(
@@ -350,9 +357,13 @@ class LiteGraph:
         return sorted(latest.values(), key=lambda r: (r.timestamp_ms, r.assertion_urn))
 
     # -- writes -----------------------------------------------------------------------------
-    def write_aspect(self, urn: str, aspect: str, value: Json) -> Receipt:
-        from upstream_dagster.datahub.mcp import build_mcp
+    def apply_change(self, urn: str, change: Change) -> Receipt:
+        """Lite takes no patches: the change is merged into the current value and written."""
+        writer = WRITERS[change.kind]
+        merged = writer.merge(current(self, urn, writer.aspect), change.values)
+        return self.write_aspect(urn, writer.aspect, merged)
 
+    def write_aspect(self, urn: str, aspect: str, value: Json) -> Receipt:
         try:
             mcp = build_mcp(urn, aspect, value)
         except (KeyError, ValueError, TypeError, AttributeError) as exc:

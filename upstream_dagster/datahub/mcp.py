@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from upstream_dagster.datahub import _sdk
 from upstream_dagster.datahub.model import Json
 
 
 def build_mcp(urn: str, aspect: str, value: Json) -> Any:
-    from upstream_dagster.datahub import _sdk
-
     _sdk.prepare()
     from datahub.emitter.aspect import ASPECT_MAP
     from datahub.emitter.mcp import MetadataChangeProposalWrapper

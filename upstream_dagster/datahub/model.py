@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Generic, NamedTuple, TypeVar, overload
 
 Json = dict[str, Any]
+T = TypeVar("T")
 # A custom assertion upserted on a GMS keeps only type, entity, field and logic: Upstream's own
 # keys then travel on one line of the logic, after this prefix.
 PROPERTIES_PREFIX = "upstream-properties: "
@@ -99,6 +101,56 @@ class AssertionRun:
 
 
 @dataclass(frozen=True)
+class Answer(Generic[T]):
+    """A read's items and, when the backend could not answer exactly what was asked, why
+    (a fallback is data the caller reports, never state left on the graph). Iterates, sizes and
+    indexes as its items."""
+
+    items: tuple[T, ...]
+    fallback: str | None = None
+
+    def __iter__(self) -> Iterator[T]:
+        return iter(self.items)
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    @overload
+    def __getitem__(self, index: int) -> T: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> tuple[T, ...]: ...
+
+    def __getitem__(self, index: int | slice) -> T | tuple[T, ...]:
+        return self.items[index]
+
+
+Lineage = Answer[LineageEdge]
+History = Answer[AspectVersion]
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What a backend can do beyond the contract every backend honours. Callers ask these
+    flags; nothing probes a graph object for methods."""
+
+    # An intended change travels as a server-side PATCH (only the change, nobody's other
+    # values); without it a change is applied as read-modify-write of the whole aspect.
+    patches: bool
+    # An aspect can be removed again (the undo of a write that created it).
+    deletes_aspects: bool
+    # Every version of an aspect is kept with its time and read for a node in one request; a
+    # backend without it answers schema changes from its timeline instead.
+    aspect_versions: bool
+    # Lineage is answered as it stood at a past instant, not only as it is now.
+    lineage_as_of: bool
+
+
+LITE = Capabilities(patches=False, deletes_aspects=True, aspect_versions=True, lineage_as_of=True)
+GMS = Capabilities(patches=True, deletes_aspects=False, aspect_versions=False, lineage_as_of=False)
+
+
+@dataclass(frozen=True)
 class Receipt:
     """What a write did: which aspect of which URN, or why nothing was written."""
 
@@ -106,6 +158,29 @@ class Receipt:
     aspect: str
     written: bool
     detail: str = ""
+
+
+@dataclass(frozen=True)
+class PreImage:
+    """An aspect as it was before a write: what undo restores."""
+
+    urn: str
+    aspect: str
+    value: Json | None  # None: the aspect did not exist before the write
+
+    def as_json(self) -> Json:
+        return {"urn": self.urn, "aspect": self.aspect, "value": self.value}
+
+    @classmethod
+    def from_json(cls, raw: Json) -> PreImage:
+        return cls(str(raw["urn"]), str(raw["aspect"]), raw.get("value"))
+
+
+class Written(NamedTuple):
+    """Every write's result: its receipt and the pre-image recorded before it."""
+
+    receipt: Receipt
+    pre_image: PreImage
 
 
 @dataclass(frozen=True)

@@ -12,10 +12,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from upstream_dagster.datahub.edges import field_dataset, field_path
+from upstream_dagster.datahub.assertions import assertion_column, assertion_label, process_runs
 from upstream_dagster.datahub.model import AspectVersion, Json, Transaction
 from upstream_dagster.datahub.protocol import MetadataGraph
-from upstream_dagster.datahub.readpath import assertion_column, assertion_label
 from upstream_dagster.datahub.timeline import derive
 from upstream_dagster.reliability.health import (
     ColumnProfile,
@@ -25,7 +24,8 @@ from upstream_dagster.reliability.health import (
     SchemaEvent,
     Window,
 )
-from upstream_dagster.reliability.investigate import BudgetExhausted, short_name
+from upstream_dagster.reliability.walk import BudgetExhausted
+from upstream_dagster.spec.urns import entity_type, field_dataset, field_path, relation_of
 
 ColumnEdges = tuple[tuple[tuple[str, str], tuple[str, str]], ...]
 HISTORY_ASPECTS = ["schemaMetadata", "datasetProfile", "siblings"]
@@ -61,25 +61,17 @@ def profiles_of(versions: Sequence[AspectVersion]) -> tuple[Profile, ...]:
 
 
 def read_history(graph: MetadataGraph, urn: str) -> dict[str, list[AspectVersion]]:
-    """One node's schema, profile and siblings history in one read where the backend keeps
-    aspect versions (Lite). A server is asked for what it keeps with times: profiles (a
-    timeseries) and the current siblings; its schema changes come from its timeline
+    """One node's schema, profile and siblings history: every version in one read where the
+    backend keeps aspect versions (Lite); on a server, what it keeps with times (profiles, a
+    timeseries) and the current siblings, its schema changes coming from its timeline
     (`schema_changes`), not from reading schema versions one request at a time."""
-    histories = getattr(graph, "histories", None)
-    if histories is not None:
-        found: dict[str, list[AspectVersion]] = histories(urn, HISTORY_ASPECTS)
-        return found
-    sib = graph.get_aspects([urn], ["siblings"]).get(urn, {}).get("siblings")
-    return {
-        "datasetProfile": graph.aspect_history(urn, "datasetProfile"),
-        "siblings": [AspectVersion(0, 0, sib)] if sib else [],
-    }
+    return graph.histories(urn, HISTORY_ASPECTS)
 
 
 def asks_timeline(graph: MetadataGraph, history: dict[str, list[AspectVersion]]) -> bool:
     """Whether a node's schema changes take a timeline request: its history holds no schema
     versions because the backend keeps none to read in one go (a server)."""
-    return "schemaMetadata" not in history and not hasattr(graph, "histories")
+    return "schemaMetadata" not in history and not graph.capabilities.aspect_versions
 
 
 def schema_changes(
@@ -233,8 +225,6 @@ class GraphProbe:
 
     def _last_runs(self) -> dict[str, int]:
         if self._runs is None:
-            from upstream_dagster.datahub.readpath import process_runs
-
             self._spend()
             runs: dict[str, int] = {}
             for output, ts in process_runs(self.graph):
@@ -311,7 +301,7 @@ class GraphProbe:
             )
             views[urn] = NodeView(
                 urn,
-                short_name(urn),
+                relation_of(urn),
                 tuple(sorted(checks, key=lambda c: c.assertion)),
                 merged_schema_events(self.schema(urn), [self.schema(t) for t in mine]),
                 profiles,
@@ -345,5 +335,5 @@ class GraphProbe:
                         seen[d] = seen[node] + 1
                         nxt.append(d)
             frontier = nxt
-        hits = [u for u in seen if u.split(":")[2] in ("dashboard", "chart")]
+        hits = [u for u in seen if entity_type(u) in ("dashboard", "chart")]
         return tuple(sorted(hits, key=lambda u: (seen[u], u)))

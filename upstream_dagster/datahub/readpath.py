@@ -10,46 +10,45 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from collections.abc import Callable
 from typing import Any
 
 from upstream_dagster.conformance.context import (
     AssertionFact,
-    AssetFacts,
-    Column,
     IncidentFact,
-    LazyColumns,
     MetadataContext,
     SliceReport,
 )
-from upstream_dagster.datahub.edges import field_dataset, field_path
-from upstream_dagster.datahub.model import Json, SearchQuery
+from upstream_dagster.datahub.assemble import Raw, assemble, referenced
+from upstream_dagster.datahub.assertions import (
+    assertee,
+    assertion_column,
+    loaded_ms,
+    process_runs,
+)
+from upstream_dagster.datahub.model import SearchQuery
 from upstream_dagster.datahub.protocol import MetadataGraph
-from upstream_dagster.spec.urns import dataset_name, platform_of
+from upstream_dagster.spec.urns import (
+    entity_type,
+)
 
 log = logging.getLogger(__name__)
 CONSUMER_TYPES = ("dashboard", "chart")
 
 
-@dataclass
-class _Raw:
-    urns: list[str] = field(default_factory=list)
-    aspects: dict[str, dict[str, Json]] = field(default_factory=lambda: defaultdict(dict))
-    slices: list[SliceReport] = field(default_factory=list)
-    names: dict[str, str] = field(default_factory=dict)
-
-
 def _slice(
-    raw: _Raw, graph: MetadataGraph, name: str, fn: Callable[[], int], empty_reason: str
+    raw: Raw,
+    graph: MetadataGraph,
+    name: str,
+    fn: Callable[[], int | tuple[int, str | None]],
+    empty_reason: str,
 ) -> None:
+    """Run one slice; ``fn`` returns how many items it read, and with them any fallback."""
     before = graph.counter.calls
-    items = fn()
-    fallback = getattr(graph, "last_fallback", None)
+    answer = fn()
+    items, fallback = answer if isinstance(answer, tuple) else (answer, None)
     if fallback:
         log.warning("slice %s fell back: %s", name, fallback)
-        graph.last_fallback = None  # type: ignore[attr-defined]
     raw.slices.append(
         SliceReport(
             name,
@@ -76,7 +75,7 @@ NAME_ASPECTS: dict[str, tuple[tuple[str, str], ...]] = {
 }
 
 
-def _read_names(raw: _Raw, graph: MetadataGraph, keys: tuple[str, ...]) -> int:
+def _read_names(raw: Raw, graph: MetadataGraph, keys: tuple[str, ...]) -> int:
     """Display names of the entities the assets reference under ``keys`` (one batched read
     per entity kind)."""
     urns = sorted(
@@ -84,13 +83,13 @@ def _read_names(raw: _Raw, graph: MetadataGraph, keys: tuple[str, ...]) -> int:
             u
             for aspects in raw.aspects.values()
             for key in keys
-            for u in _referenced(aspects, key)
+            for u in referenced(aspects, key)
             if u.startswith("urn:li:") and u not in raw.names
         }
     )
     by_kind: dict[str, list[str]] = defaultdict(list)
     for urn in urns:
-        by_kind[urn.split(":")[2]].append(urn)
+        by_kind[entity_type(urn)].append(urn)
     named = 0
     for kind, group in sorted(by_kind.items()):
         places = NAME_ASPECTS.get(kind, ())
@@ -108,18 +107,7 @@ def _read_names(raw: _Raw, graph: MetadataGraph, keys: tuple[str, ...]) -> int:
     return named
 
 
-def _referenced(aspects: dict[str, Json], key: str) -> list[str]:
-    """The owners, domains, terms or tags an asset's aspects name, as URNs."""
-    if key == "owners":
-        return [o["owner"] for o in (aspects.get("ownership") or {}).get("owners", [])]
-    if key == "domains":
-        return list((aspects.get("domains") or {}).get("domains", []))
-    if key == "terms":
-        return [t["urn"] for t in (aspects.get("glossaryTerms") or {}).get("terms", [])]
-    return [t["tag"] for t in (aspects.get("globalTags") or {}).get("tags", [])]
-
-
-def _read_aspects(raw: _Raw, graph: MetadataGraph, names: list[str]) -> int:
+def _read_aspects(raw: Raw, graph: MetadataGraph, names: list[str]) -> int:
     found = graph.get_aspects(raw.urns, names)
     for urn, aspects in found.items():
         raw.aspects[urn].update(aspects)
@@ -127,7 +115,7 @@ def _read_aspects(raw: _Raw, graph: MetadataGraph, names: list[str]) -> int:
 
 
 def read_context(graph: MetadataGraph, as_of_ms: int) -> MetadataContext:
-    raw = _Raw()
+    raw = Raw()
     edges: list[Any] = []
     assertions: dict[str, list[AssertionFact]] = defaultdict(list)
     incidents: dict[str, list[IncidentFact]] = defaultdict(list)
@@ -138,9 +126,10 @@ def read_context(graph: MetadataGraph, as_of_ms: int) -> MetadataContext:
             raw.urns.extend(graph.search(SearchQuery(entity_type=kind)))
         return len(raw.urns)
 
-    def lineage() -> int:
-        edges.extend(graph.lineage_edges())
-        return len(edges)
+    def lineage() -> tuple[int, str | None]:
+        found = graph.lineage_edges()
+        edges.extend(found)
+        return len(edges), found.fallback
 
     def read_assertions() -> int:
         return _assertions(graph, assertions, runs_by_output)
@@ -192,7 +181,7 @@ def read_context(graph: MetadataGraph, as_of_ms: int) -> MetadataContext:
         "no documentation aspects",
     )
     _slice(raw, graph, "ownership", ownership, "no owners anywhere in the graph")
-    return _assemble(raw, edges, assertions, incidents, runs_by_output, as_of_ms, graph.transport)
+    return assemble(raw, edges, assertions, incidents, runs_by_output, as_of_ms, graph.transport)
 
 
 def _assertions(
@@ -221,7 +210,7 @@ def _assertions(
                 last_run_ms=run.timestamp_ms if run else None,
             )
         )
-        loaded = _loaded_ms(dict(run.native)) if run else None
+        loaded = loaded_ms(dict(run.native)) if run else None
         if loaded:
             _note(runs_by_output, entity, loaded, "dbt source freshness (max loaded_at)")
     for output, ts in process_runs(graph):
@@ -232,81 +221,6 @@ def _assertions(
 def _note(store: dict[str, tuple[int, str]], urn: str, ts: int, source: str) -> None:
     if ts > store.get(urn, (0, ""))[0]:
         store[urn] = (ts, source)
-
-
-def assertion_label(info: Json) -> str:
-    """What a person calls an assertion: its description, else the dbt test's name."""
-    unique_id = str((info.get("customProperties") or {}).get("dbt_unique_id", ""))
-    if info.get("description"):
-        return str(info["description"])[:160]
-    if unique_id.startswith(("test.", "source.")):
-        kind = "dbt test" if unique_id.startswith("test.") else "dbt source freshness"
-        return f"{kind} {unique_id.split('.')[2] if unique_id.count('.') >= 2 else unique_id}"
-    return str((info.get("customAssertion") or {}).get("type") or "assertion")[:160]
-
-
-def assertee(info: Json) -> str | None:
-    for key in (
-        "datasetAssertion",
-        "freshnessAssertion",
-        "volumeAssertion",
-        "fieldAssertion",
-        "sqlAssertion",
-        "schemaAssertion",
-    ):
-        block = info.get(key) or {}
-        entity = block.get("dataset") or block.get("entity")
-        if entity:
-            return str(entity)
-    return None
-
-
-def assertion_columns(info: Json) -> list[str]:
-    """The columns an assertion checks, wherever its kind keeps them: a custom (dbt) assertion's
-    ``field``, a field assertion's ``field.path``, a column-scoped dataset assertion's
-    ``fields`` (Great Expectations, older dbt sources). Paths, not schemaField URNs."""
-    found: list[str] = []
-    custom = info.get("customAssertion") or {}
-    if custom.get("field"):
-        found.append(field_path(str(custom["field"])))
-    block = info.get("fieldAssertion") or {}
-    for kind in ("fieldValuesAssertion", "fieldMetricAssertion"):
-        path = ((block.get(kind) or {}).get("field") or {}).get("path")
-        if path:
-            found.append(str(path))
-    found += [field_path(str(f)) for f in (info.get("datasetAssertion") or {}).get("fields") or []]
-    return list(dict.fromkeys(found))
-
-
-def assertion_column(info: Json) -> str | None:
-    """The one column an assertion checks, or None for a table-level (or multi-column) one."""
-    columns = assertion_columns(info)
-    return columns[0] if len(columns) == 1 else None
-
-
-def _loaded_ms(native: dict[str, str]) -> int | None:
-    """When a feed's data last arrived, as dbt's freshness check measured it."""
-    value = native.get("max_loaded_at")
-    if not value:
-        return None
-    try:
-        stamp = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    if stamp.tzinfo is None:
-        stamp = stamp.replace(tzinfo=UTC)
-    return int(stamp.timestamp() * 1000)
-
-
-def process_runs(graph: MetadataGraph) -> Iterable[tuple[str, int]]:
-    urns = graph.search(SearchQuery(entity_type="dataProcessInstance"))
-    found = graph.get_aspects(urns, ["dataProcessInstanceOutput", "dataProcessInstanceRunEvent"])
-    for aspects in found.values():
-        event = aspects.get("dataProcessInstanceRunEvent") or {}
-        if (event.get("result") or {}).get("type") != "SUCCESS":
-            continue
-        for output in (aspects.get("dataProcessInstanceOutput") or {}).get("outputs", []):
-            yield str(output), int(event.get("timestampMillis", 0))
 
 
 def _incidents(graph: MetadataGraph, out: dict[str, list[IncidentFact]]) -> int:
@@ -327,148 +241,3 @@ def _incidents(graph: MetadataGraph, out: dict[str, list[IncidentFact]]) -> int:
         for entity in info.get("entities", []):
             out[str(entity)].append(fact)
     return len(urns)
-
-
-def _primaries(raw: _Raw) -> dict[str, str]:
-    """Secondary twin -> primary (the dbt entity), from the siblings aspects."""
-    out: dict[str, str] = {}
-    for urn in raw.urns:
-        sib = raw.aspects.get(urn, {}).get("siblings")
-        if sib and not sib.get("primary", False) and sib.get("siblings"):
-            out[urn] = str(sib["siblings"][0])
-    return out
-
-
-def _columns(aspects: Json) -> Sequence[Column]:
-    fields = (aspects.get("schemaMetadata") or {}).get("fields") or ()
-    editable = (aspects.get("editableSchemaMetadata") or {}).get("editableSchemaFieldInfo") or ()
-    return LazyColumns(tuple(fields), tuple(editable)) if fields else ()
-
-
-def _union(values: Iterable[Iterable[str]]) -> tuple[str, ...]:
-    return tuple(sorted({v for group in values for v in group}))
-
-
-def _facts_of(urn: str, a: Json) -> dict[str, Any]:
-    props = a.get("datasetProperties") or {}
-    info = a.get("dashboardInfo") or a.get("chartInfo") or {}
-    description = (
-        (a.get("editableDatasetProperties") or {}).get("description")
-        or props.get("description")
-        or info.get("description")
-        or ""
-    )
-    structured = tuple(
-        sorted(
-            (str(p["propertyUrn"]), tuple(str(next(iter(v.values()))) for v in p.get("values", [])))
-            for p in (a.get("structuredProperties") or {}).get("properties", [])
-        )
-    )
-    updated = max(
-        [
-            int((a.get("operation") or {}).get("lastUpdatedTimestamp", 0)),
-            int((props.get("lastModified") or {}).get("time", 0)),
-        ]
-    )
-    return {
-        "description": str(description).strip(),
-        **{key: _referenced(a, key) for key in ("owners", "domains", "tags", "terms")},
-        "subtypes": list((a.get("subTypes") or {}).get("typeNames", [])),
-        "structured": structured,
-        "columns": _columns(a),
-        "updated": updated,
-        "title": str(info.get("title") or ""),
-        "properties": tuple(
-            sorted((str(k), str(v)) for k, v in (props.get("customProperties") or {}).items())
-        ),
-    }
-
-
-def _assemble(
-    raw: _Raw,
-    edges: list[Any],
-    assertions: dict[str, list[AssertionFact]],
-    incidents: dict[str, list[IncidentFact]],
-    runs_by_output: dict[str, tuple[int, str]],
-    as_of_ms: int,
-    transport: str,
-) -> MetadataContext:
-    secondary = _primaries(raw)
-    # primary -> every URN read for it, the primary first
-    groups: dict[str, dict[str, None]] = {}
-    for urn in dict.fromkeys(raw.urns):
-        primary = secondary.get(urn, urn)
-        groups.setdefault(primary, {primary: None})[urn] = None
-    for urn, primary in secondary.items():
-        groups.setdefault(primary, {primary: None})[urn] = None
-
-    def prime(urn: str) -> str:
-        return secondary.get(urn, urn)
-
-    ups: dict[str, set[str]] = defaultdict(set)
-    downs: dict[str, set[str]] = defaultdict(set)
-    column_edges: set[tuple[str, str]] = set()
-    for e in edges:
-        up, down = prime(e.upstream), prime(e.downstream)
-        if up != down:
-            ups[down].add(up)
-            downs[up].add(down)
-        for c in e.columns:
-            column_edges.add((_reroot(c.upstream_field, prime), _reroot(c.downstream_field, prime)))
-
-    assets = []
-    empty: Json = {}
-    for primary, group in sorted(groups.items()):
-        members = list(group)
-        facts = [_facts_of(u, raw.aspects.get(u, empty)) for u in members]
-        main = facts[0]
-        columns = main["columns"] or next((f["columns"] for f in facts if f["columns"]), ())
-        fresh = [runs_by_output[u] for u in members if u in runs_by_output]
-        fresh += [(f["updated"], "DataHub lastModified/operation") for f in facts if f["updated"]]
-        last = max(fresh) if fresh else (None, "")
-        kind = primary.split(":")[2]
-        assets.append(
-            AssetFacts(
-                urn=primary,
-                entity_type=kind,
-                platform=platform_of(primary),
-                name=main["title"] or dataset_name(primary),
-                twins=tuple(members[1:]),
-                subtypes=_union(f["subtypes"] for f in facts),
-                description=main["description"]
-                or next((f["description"] for f in facts if f["description"]), ""),
-                columns=columns,
-                owners=_union(f["owners"] for f in facts),
-                domains=_union(f["domains"] for f in facts),
-                tags=_union(f["tags"] for f in facts),
-                terms=_union(f["terms"] for f in facts),
-                structured_properties=main["structured"]
-                or next((f["structured"] for f in facts if f["structured"]), ()),
-                assertions=tuple(
-                    sorted({a for u in members for a in assertions.get(u, ())}, key=lambda a: a.urn)
-                ),
-                incidents=tuple(
-                    sorted({i for u in members for i in incidents.get(u, ())}, key=lambda i: i.urn)
-                ),
-                last_updated_ms=last[0],
-                last_updated_source=last[1],
-                upstreams=tuple(sorted(ups.get(primary, ()))),
-                downstreams=tuple(sorted(downs.get(primary, ()))),
-                properties=main["properties"],
-            )
-        )
-    return MetadataContext(
-        as_of_ms=as_of_ms,
-        transport=transport,
-        assets=tuple(assets),
-        slices=tuple(raw.slices),
-        column_edges=tuple(sorted(column_edges)),
-        names=tuple(sorted(raw.names.items())),
-    )
-
-
-def _reroot(field_urn: str, prime: Callable[[str], str]) -> str:
-    dataset = field_dataset(field_urn)
-    if not dataset:
-        return field_urn
-    return f"urn:li:schemaField:({prime(dataset)},{field_path(field_urn)})"

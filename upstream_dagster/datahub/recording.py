@@ -13,17 +13,23 @@ same amount, which keeps every difference and every comparison the reasoning mak
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from typing import Any
 
+from upstream_dagster.conformance.proposals import Change
 from upstream_dagster.datahub.model import (
+    LITE,
+    Answer,
     AspectVersion,
     AssertionRun,
     CallCounter,
+    Capabilities,
     ChangeEvent,
     ColumnEdge,
+    History,
     Json,
+    Lineage,
     LineageEdge,
     Receipt,
     SearchQuery,
@@ -90,30 +96,39 @@ def _edge(e: LineageEdge) -> Json:
     }
 
 
-ENCODE = {
+def _answer(r: Answer[Any], items: list[Any]) -> Any:
+    """A read that carries a fallback keeps it; one without is stored as its plain list."""
+    return {"items": items, "fallback": r.fallback} if r.fallback else items
+
+
+def _unanswer(raw: Any, decode: Any) -> Answer[Any]:
+    if isinstance(raw, dict):
+        return Answer(tuple(decode(x) for x in raw["items"]), raw.get("fallback"))
+    return Answer(tuple(decode(x) for x in raw))
+
+
+def _unedge(e: Json) -> LineageEdge:
+    columns = tuple(ColumnEdge(a, b) for a, b in e["columns"])
+    return LineageEdge(e["upstream"], e["downstream"], e["via"], e["kind"], columns)
+
+
+ENCODE: dict[str, Callable[[Any], Any]] = {
     "get_aspects": lambda r: r,
     "search": list,
-    "lineage_edges": lambda r: [_edge(e) for e in r],
+    "lineage_edges": lambda r: _answer(r, [_edge(e) for e in r]),
+    "lineage": lambda r: _answer(r, [_edge(e) for e in r]),
     # Plain records: their fields as JSON (tuples become lists when the record is written).
-    "aspect_history": lambda r: [asdict(v) for v in r],
+    "aspect_history": lambda r: _answer(r, [asdict(v) for v in r]),
     "histories": lambda r: {a: [asdict(v) for v in vs] for a, vs in r.items()},
     "assertion_runs": lambda r: [asdict(x) for x in r],
     "timeline": lambda r: [asdict(t) for t in r],
 }
-DECODE = {
+DECODE: dict[str, Callable[[Any], Any]] = {
     "get_aspects": lambda r: r,
     "search": list,
-    "lineage_edges": lambda r: [
-        LineageEdge(
-            e["upstream"],
-            e["downstream"],
-            e["via"],
-            e["kind"],
-            tuple(ColumnEdge(a, b) for a, b in e["columns"]),
-        )
-        for e in r
-    ],
-    "aspect_history": lambda r: [AspectVersion(**v) for v in r],
+    "lineage_edges": lambda r: _unanswer(r, _unedge),
+    "lineage": lambda r: _unanswer(r, _unedge),
+    "aspect_history": lambda r: _unanswer(r, lambda v: AspectVersion(**v)),
     "histories": lambda r: {a: [AspectVersion(**v) for v in vs] for a, vs in r.items()},
     "assertion_runs": lambda r: [
         AssertionRun(**{**x, "native": tuple(tuple(p) for p in x["native"])}) for x in r
@@ -145,16 +160,22 @@ class _Reads:
         args = {k: list(v) if isinstance(v, tuple) else v for k, v in vars(query).items()}
         return self._read("search", args, lambda g: g.search(query))  # type: ignore[no-any-return]
 
-    def lineage_edges(self, as_of_ms: int | None = None) -> list[LineageEdge]:
-        return self._read(
-            "lineage_edges", {"as_of_ms": as_of_ms}, lambda g: g.lineage_edges(as_of_ms)
-        )  # type: ignore[no-any-return]
+    def lineage(self, urns: Sequence[str], direction: str, as_of_ms: int | None = None) -> Lineage:
+        args = {"urns": list(urns), "direction": direction, "as_of_ms": as_of_ms}
+        return self._read(  # type: ignore[no-any-return]
+            "lineage", args, lambda g: g.lineage(urns, direction, as_of_ms)
+        )
 
-    def aspect_history(self, urn: str, aspect: str) -> list[AspectVersion]:
+    def lineage_edges(self, as_of_ms: int | None = None) -> Lineage:
+        return self._read(  # type: ignore[no-any-return]
+            "lineage_edges", {"as_of_ms": as_of_ms}, lambda g: g.lineage_edges(as_of_ms)
+        )
+
+    def aspect_history(self, urn: str, aspect: str) -> History:
         args = {"urn": urn, "aspect": aspect}
         return self._read("aspect_history", args, lambda g: g.aspect_history(urn, aspect))  # type: ignore[no-any-return]
 
-    def _histories(self, urn: str, aspects: Sequence[str]) -> dict[str, list[AspectVersion]]:
+    def histories(self, urn: str, aspects: Sequence[str]) -> dict[str, list[AspectVersion]]:
         args = {"urn": urn, "aspects": list(aspects)}
         return self._read("histories", args, lambda g: g.histories(urn, aspects))  # type: ignore[no-any-return]
 
@@ -192,10 +213,10 @@ class RecordingGraph(_Reads):
 
     def __init__(self, graph: MetadataGraph) -> None:
         self.inner = graph
+        self.transport = graph.transport
+        self.capabilities: Capabilities = graph.capabilities
         self.counter: CallCounter = graph.counter
         self.reads: list[Json] = []
-        if hasattr(graph, "histories"):
-            self.histories = self._histories
 
     def _read(self, call: str, args: Json, live: Any) -> Any:
         before = self.counter.calls
@@ -213,23 +234,29 @@ class RecordingGraph(_Reads):
     def write_aspect(self, urn: str, aspect: str, value: Json) -> Receipt:
         return self.inner.write_aspect(urn, aspect, value)
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
+    def apply_change(self, urn: str, change: Change) -> Receipt:
+        return self.inner.apply_change(urn, change)
+
+    def delete_aspect(self, urn: str, aspect: str) -> Receipt:
+        return self.inner.delete_aspect(urn, aspect)
 
     def close(self) -> None:
         self.inner.close()
 
 
 class ReplayGraph(_Reads):
-    """Answers reads from a record, costing what they cost when recorded; writes nothing."""
+    """Answers reads from a record, costing what they cost when recorded; writes nothing.
 
-    def __init__(self, reads: Sequence[Json]) -> None:
+    ``capabilities`` are the recorded backend's (a record made on DataHub Lite when not said)."""
+
+    transport = "replay"
+
+    def __init__(self, reads: Sequence[Json], capabilities: Capabilities = LITE) -> None:
         self.counter = CallCounter()
+        self.capabilities = capabilities
         self._answers: dict[str, Json] = {}
         for read in reads:
             self._answers.setdefault(_key(read["call"], read["args"]), read)
-        if any(r["call"] == "histories" for r in reads):
-            self.histories = self._histories
 
     def _read(self, call: str, args: Json, live: Any) -> Any:
         read = self._answers.get(_key(call, args))
@@ -243,6 +270,12 @@ class ReplayGraph(_Reads):
         return DECODE[call](read["result"])
 
     def write_aspect(self, urn: str, aspect: str, value: Json) -> Receipt:
+        return Receipt(urn, aspect, False, "a replay writes nothing")
+
+    def apply_change(self, urn: str, change: Change) -> Receipt:
+        return Receipt(urn, change.kind, False, "a replay writes nothing")
+
+    def delete_aspect(self, urn: str, aspect: str) -> Receipt:
         return Receipt(urn, aspect, False, "a replay writes nothing")
 
     def close(self) -> None:

@@ -1,6 +1,7 @@
 """What an investigation leaves in DataHub: the incident (its description is the RCA), a
 runbook on the cause, memory properties, tags on the cause column and the blast radius, and
-guard assertions at the ingestion boundary. Every write returns a receipt.
+guard assertions at the ingestion boundary. Every write returns its receipt and the pre-image
+recorded before it (`Written`), so an incident's write-back can be undone like a batch.
 """
 
 from __future__ import annotations
@@ -9,9 +10,12 @@ import hashlib
 
 from upstream_dagster import clock
 from upstream_dagster.conformance.proposals import Change
-from upstream_dagster.datahub.model import Json, Receipt
+from upstream_dagster.datahub import aspects, changes
+from upstream_dagster.datahub.aspects import ACTOR
+from upstream_dagster.datahub.incidents import memory_value
+from upstream_dagster.datahub.model import Json, Written
 from upstream_dagster.datahub.protocol import MetadataGraph
-from upstream_dagster.datahub.writers import ACTOR, write_change
+from upstream_dagster.datahub.values import property_values
 from upstream_dagster.reliability.verdict import Verdict, rca_markdown
 
 INCIDENT_TYPE = {
@@ -67,76 +71,59 @@ def incident_info(v: Verdict, state: str, stage: str, message: str) -> Json:
     return info
 
 
-def raise_incident(graph: MetadataGraph, v: Verdict) -> Receipt:
+def raise_incident(graph: MetadataGraph, v: Verdict) -> Written:
     stage = "INVESTIGATION" if v.concluded else "TRIAGE"
-    return graph.write_aspect(
-        incident_urn(v.key), "incidentInfo", incident_info(v, "ACTIVE", stage, v.headline())
-    )
+    info = incident_info(v, "ACTIVE", stage, v.headline())
+    return changes.write(graph, incident_urn(v.key), "incidentInfo", info)
 
 
-def close_incident(graph: MetadataGraph, v: Verdict, resolved: bool, message: str) -> Receipt:
+def close_incident(graph: MetadataGraph, v: Verdict, resolved: bool, message: str) -> Written:
     state, stage = ("RESOLVED", "FIXED") if resolved else ("ACTIVE", "WORK_IN_PROGRESS")
-    return graph.write_aspect(
-        incident_urn(v.key), "incidentInfo", incident_info(v, state, stage, message)
-    )
+    info = incident_info(v, state, stage, message)
+    return changes.write(graph, incident_urn(v.key), "incidentInfo", info)
 
 
-def _define_properties(graph: MetadataGraph) -> list[Receipt]:
+def _define_properties(graph: MetadataGraph) -> list[Written]:
     out = []
     for name, kind in PROPERTIES.items():
         urn = f"urn:li:structuredProperty:{name}"
         if graph.get_aspects([urn], ["propertyDefinition"]).get(urn):
             continue
-        out.append(
-            graph.write_aspect(
-                urn,
-                "propertyDefinition",
-                {
-                    "qualifiedName": name,
-                    "displayName": name,
-                    "valueType": kind,
-                    "cardinality": "MULTIPLE" if name == "knownFailureModes" else "SINGLE",
-                    "entityTypes": ["urn:li:entityType:datahub.dataset"],
-                    "description": "Written by Upstream's reliability controller.",
-                },
-            )
+        definition = aspects.property_definition(
+            name,
+            kind,
+            "Written by Upstream's reliability controller.",
+            multiple=name == "knownFailureModes",
         )
+        out.append(changes.write(graph, urn, "propertyDefinition", definition))
     return out
 
 
-def _current(graph: MetadataGraph, urn: str, prop: str) -> list[str]:
-    aspects = graph.get_aspects([urn], ["structuredProperties"]).get(urn, {})
-    for p in (aspects.get("structuredProperties") or {}).get("properties", []):
-        if p.get("propertyUrn") == prop:
-            return [str(next(iter(x.values()))) for x in p.get("values", [])]
-    return []
-
-
-def _set(graph: MetadataGraph, urn: str, name: str, *values: str) -> list[Receipt]:
+def _set(graph: MetadataGraph, urn: str, name: str, *values: str) -> list[Written]:
     change = Change("set_structured_property", (f"urn:li:structuredProperty:{name}", *values))
-    return [r for r, _ in write_change(graph, urn, change)]
+    return changes.apply(graph, urn, change)
 
 
-def remember(graph: MetadataGraph, v: Verdict, mttr_minutes: float) -> list[Receipt]:
+def remember(graph: MetadataGraph, v: Verdict, mttr_minutes: float) -> list[Written]:
     """Memory on cause and symptom, in structured properties (patched one at a time)."""
-    from upstream_dagster.datahub.incidents import memory_value
-
     if not v.concluded or v.cause is None or v.failure_class is None:
         return []
-    receipts = _define_properties(graph)
+    written = _define_properties(graph)
     mode = f"{v.failure_class}:{v.column or '*'}"
+    modes_urn = "urn:li:structuredProperty:knownFailureModes"
     for urn in dict.fromkeys([v.cause, v.symptom]):
-        modes = sorted({*_current(graph, urn, "urn:li:structuredProperty:knownFailureModes"), mode})
-        receipts += _set(
+        held = property_values(changes.current(graph, urn, "structuredProperties"))
+        modes = sorted({*(str(m) for m in held.get(modes_urn, [])), mode})
+        written += _set(
             graph, urn, "lastRootCause", memory_value(v.cause, v.column, v.failure_class)
         )
-        receipts += _set(graph, urn, "knownFailureModes", *modes)
-        receipts += _set(graph, urn, "fragilityScore", f"{min(1.0, len(modes) / 5):.2f}")
-        receipts += _set(graph, urn, "mttrMinutes", f"{mttr_minutes:.1f}")
-    return receipts
+        written += _set(graph, urn, "knownFailureModes", *modes)
+        written += _set(graph, urn, "fragilityScore", f"{min(1.0, len(modes) / 5):.2f}")
+        written += _set(graph, urn, "mttrMinutes", f"{mttr_minutes:.1f}")
+    return written
 
 
-def runbook(graph: MetadataGraph, v: Verdict, incident: str | None = None) -> list[Receipt]:
+def runbook(graph: MetadataGraph, v: Verdict, incident: str | None = None) -> list[Written]:
     """A runbook link on the cause. ``incident`` is the URN DataHub gave the incident (a GMS
     names it itself); without it, Upstream's own key URN is cited."""
     if not v.concluded or v.cause is None:
@@ -147,40 +134,36 @@ def runbook(graph: MetadataGraph, v: Verdict, incident: str | None = None) -> li
         f"Fix: {v.remedy.summary}. Learned from incident {incident or incident_urn(v.key)}."
     )
     url = f"https://upstream.invalid/runbooks/{v.failure_class}/{v.key}"
-    return [r for r, _ in write_change(graph, v.cause, Change("add_memory", (url, steps)))]
+    return changes.apply(graph, v.cause, Change("add_memory", (url, steps)))
 
 
-def tag_blast_radius(graph: MetadataGraph, v: Verdict, impacted: tuple[str, ...]) -> list[Receipt]:
+def tag_blast_radius(graph: MetadataGraph, v: Verdict, impacted: tuple[str, ...]) -> list[Written]:
     if not v.concluded or v.cause is None:
         return []
-    receipts = []
+    written: list[Written] = []
     if v.column:
-        change = Change("add_column_tag", (v.column, ROOT_TAG))
-        receipts += [r for r, _ in write_change(graph, v.cause, change)]
+        written += changes.apply(graph, v.cause, Change("add_column_tag", (v.column, ROOT_TAG)))
     for urn in impacted:
-        receipts += [r for r, _ in write_change(graph, urn, Change("add_tag", (IMPACT_TAG,)))]
-    return receipts
+        written += changes.apply(graph, urn, Change("add_tag", (IMPACT_TAG,)))
+    return written
 
 
-def guard_assertions(graph: MetadataGraph, v: Verdict) -> list[Receipt]:
+def guard_urn(rule: str, dataset: str, column: str) -> str:
+    digest = hashlib.sha1(f"{rule}|{dataset}|{column}".encode()).hexdigest()[:16]
+    return f"urn:li:assertion:upstream-guard-{digest}"
+
+
+def guard_assertions(graph: MetadataGraph, v: Verdict) -> list[Written]:
     """A schema contract and a NULL guard on the column that emptied, on the cause itself, so
     the next occurrence fails one hop from the feed."""
     if not v.concluded or v.cause is None or not v.column:
         return []
-    receipts = []
-    for rule in ("schema_contract", "not_null"):
-        digest = hashlib.sha1(f"{rule}|{v.cause}|{v.column}".encode()).hexdigest()[:16]
-        urn = f"urn:li:assertion:upstream-guard-{digest}"
-        info = {
-            "type": "CUSTOM",
-            "customAssertion": {
-                "type": f"Upstream guard: {rule}",
-                "entity": v.cause,
-                "field": f"urn:li:schemaField:({v.cause},{v.column})",
-                "logic": f"{rule}({v.column})",
-            },
-            "description": f"Upstream guard: {rule.replace('_', ' ')} on {v.column}",
-            "customProperties": {"upstream_guard": rule, "column": v.column},
-        }
-        receipts.append(graph.write_aspect(urn, "assertionInfo", info))
-    return receipts
+    return [
+        changes.write(
+            graph,
+            guard_urn(rule, v.cause, v.column),
+            "assertionInfo",
+            aspects.guard_assertion(rule, v.cause, v.column),
+        )
+        for rule in ("schema_contract", "not_null")
+    ]

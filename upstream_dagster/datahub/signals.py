@@ -10,15 +10,16 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 
-from upstream_dagster.datahub.model import Json, Receipt, assertion_properties
+from upstream_dagster.conformance.proposals import Change
+from upstream_dagster.datahub import aspects, changes
+from upstream_dagster.datahub.model import (
+    Json,
+    Receipt,
+    SearchQuery,
+    Written,
+    assertion_properties,
+)
 from upstream_dagster.datahub.protocol import MetadataGraph
-
-DBT_PLATFORM = "urn:li:dataPlatform:dbt"
-
-
-def dbt_urn(database: str, schema: str, name: str) -> str:
-    """The URN DataHub's dbt source gives a dbt node (the primary of a twin pair)."""
-    return f"urn:li:dataset:({DBT_PLATFORM},{database}.{schema}.{name},PROD)"
 
 
 def monitor_assertion_urn(monitor: str, dataset: str, column: str | None) -> str:
@@ -45,23 +46,6 @@ class MonitorReport:
         return monitor_assertion_urn(self.monitor, self.dataset, self.column)
 
 
-def _info(r: MonitorReport) -> Json:
-    custom: Json = {
-        "type": f"Upstream monitor: {r.rule}",
-        "entity": r.dataset,
-        "logic": f"{r.rule} threshold={r.threshold}",
-    }
-    if r.column:
-        custom["field"] = f"urn:li:schemaField:({r.dataset},{r.column})"
-    return {
-        "type": "CUSTOM",
-        "customAssertion": custom,
-        "description": f"Upstream monitor {r.monitor}: {r.rule.replace('_', ' ')}"
-        + (f" on {r.column}" if r.column else ""),
-        "customProperties": {"upstream_monitor": r.monitor, "upstream_rule": r.rule},
-    }
-
-
 def _definition(info: Json) -> tuple[object, ...]:
     """What a monitor's assertion says, however the backend stored it (a GMS keeps Upstream's
     properties in the logic and adds a source)."""
@@ -79,7 +63,7 @@ def _definition(info: Json) -> tuple[object, ...]:
 def report_monitor(graph: MetadataGraph, r: MonitorReport) -> list[Receipt]:
     urn = r.assertion_urn
     receipts = []
-    info = _info(r)
+    info = aspects.monitor_assertion(r.monitor, r.rule, r.threshold, r.dataset, r.column)
     current = graph.get_aspects([urn], ["assertionInfo"]).get(urn, {}).get("assertionInfo")
     if current is None or _definition(current) != _definition(info):
         receipts.append(graph.write_aspect(urn, "assertionInfo", info))
@@ -107,16 +91,7 @@ def report_run(
     observed: float | None = None,
 ) -> Receipt:
     """One assertionRunEvent, asserted on the dataset (OSS rejects column-level run events)."""
-    event: Json = {
-        "timestampMillis": at_ms,
-        "runId": run_id,
-        "asserteeUrn": dataset,
-        "assertionUrn": urn,
-        "status": "COMPLETE",
-        "result": {"type": "SUCCESS" if passed else "FAILURE", "nativeResults": native},
-    }
-    if observed is not None:
-        event["result"]["actualAggValue"] = observed
+    event = aspects.run_event(urn, dataset, passed, native, at_ms, run_id, observed)
     return graph.write_aspect(urn, "assertionRunEvent", event)
 
 
@@ -124,63 +99,29 @@ def report_profile(graph: MetadataGraph, urn: str, profile: Json) -> Receipt:
     return graph.write_aspect(urn, "datasetProfile", profile)
 
 
-def _monitor_assertions(graph: MetadataGraph, monitor: str) -> list[tuple[str, str]]:
-    from upstream_dagster.datahub.model import SearchQuery
-
-    urns = graph.search(SearchQuery(entity_type="assertion"))
-    infos = graph.get_aspects(urns, ["assertionInfo"])
-    out = []
-    for urn in sorted(urns):
-        info = infos.get(urn, {}).get("assertionInfo") or {}
-        if assertion_properties(info).get("upstream_monitor") == monitor:
-            out.append((urn, str((info.get("customAssertion") or {}).get("entity", ""))))
-    return out
-
-
-def report_flaky(graph: MetadataGraph, monitor: str, at_ms: int, run_id: str) -> list[str]:
-    """A scenario's flaky check: the monitor's first assertion reports a failure once, with no
-    change in the data (a timeout, a lost connection)."""
-    found = _monitor_assertions(graph, monitor)
-    if not found:
-        from upstream_dagster.errors import UpstreamError
-
-        raise UpstreamError(
-            f"no assertion in DataHub belongs to monitor {monitor!r}",
-            "name a monitor from the monitors block of estate.yaml, after a build ran it",
-        )
-    urn, dataset = found[0]
-    report_run(graph, urn, dataset, False, {"message": "check timed out"}, at_ms, run_id)
-    return [urn]
-
-
-def forget_memory(graph: MetadataGraph, properties: tuple[str, ...]) -> int:
-    """Remove the memory properties Upstream wrote; other structured properties stay."""
-    from upstream_dagster.datahub.model import SearchQuery
-
+def forget_memory(graph: MetadataGraph, properties: tuple[str, ...]) -> list[Written]:
+    """Remove the memory properties Upstream wrote, one property at a time through its writer
+    (each with its pre-image); other structured properties stay."""
     wanted = {f"urn:li:structuredProperty:{p}" for p in properties}
     urns = graph.search(SearchQuery(entity_type="dataset"))
-    removed = 0
-    for urn, aspects in graph.get_aspects(urns, ["structuredProperties"]).items():
-        props = (aspects.get("structuredProperties") or {}).get("properties", [])
-        keep = [p for p in props if p.get("propertyUrn") not in wanted]
-        if len(keep) != len(props):
-            graph.write_aspect(urn, "structuredProperties", {"properties": keep})
-            removed += len(props) - len(keep)
-    return removed
+    written: list[Written] = []
+    for urn, found in graph.get_aspects(urns, ["structuredProperties"]).items():
+        props = (found.get("structuredProperties") or {}).get("properties", [])
+        for prop in sorted({str(p.get("propertyUrn")) for p in props} & wanted):
+            written += changes.apply(graph, urn, Change("set_structured_property", (prop,)))
+    return written
 
 
 def guard_assertions(graph: MetadataGraph) -> list[tuple[str, str, str, str]]:
     """(assertion, dataset, rule, column) of every guard an incident left."""
-    from upstream_dagster.datahub.model import SearchQuery
-
     urns = [
         u
         for u in graph.search(SearchQuery(entity_type="assertion"))
         if u.startswith("urn:li:assertion:upstream-guard-")
     ]
     out = []
-    for urn, aspects in sorted(graph.get_aspects(urns, ["assertionInfo"]).items()):
-        info = aspects.get("assertionInfo") or {}
+    for urn, found in sorted(graph.get_aspects(urns, ["assertionInfo"]).items()):
+        info = found.get("assertionInfo") or {}
         props = assertion_properties(info)
         entity = (info.get("customAssertion") or {}).get("entity")
         if entity and props.get("upstream_guard") and props.get("column"):

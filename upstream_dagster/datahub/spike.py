@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from upstream_dagster import clock
+from upstream_dagster.conformance.proposals import Change, ChangeKind
+from upstream_dagster.datahub import aspects, changes
 from upstream_dagster.datahub.model import Receipt, SearchQuery
 from upstream_dagster.datahub.protocol import MetadataGraph
 
@@ -54,13 +56,13 @@ def spike(graph: MetadataGraph) -> list[Surface]:
     assertion = f"urn:li:assertion:upstream-spike-{digest}"
     incident = f"urn:li:incident:upstream-spike-{digest}"
     datasets: list[str] = []
-    patch = getattr(graph, "patch_change", None)
+    patch = graph.capabilities.patches
 
     def search() -> tuple[str, str]:
         datasets.extend(graph.search(SearchQuery(entity_type="dataset"))[:20])
         return _found(len(datasets), "datasets")
 
-    def aspects() -> tuple[str, str]:
+    def read_aspects() -> tuple[str, str]:
         found = graph.get_aspects(datasets, ["schemaMetadata", "ownership", "upstreamLineage"])
         return _found(sum(len(a) for a in found.values()), "aspects")
 
@@ -84,29 +86,19 @@ def spike(graph: MetadataGraph) -> list[Surface]:
             graph, receipt, "datasetProperties", lambda v: v.get("name") == props["name"]
         )
 
-    def patched(kind: str, *values: str) -> Callable[[], tuple[str, str]]:
-        from upstream_dagster.datahub.writers import WRITERS
-
-        aspect = WRITERS[kind][0]
+    def patched(kind: ChangeKind, *values: str) -> Callable[[], tuple[str, str]]:
+        aspect = changes.WRITERS[kind].aspect
 
         def run() -> tuple[str, str]:
-            from upstream_dagster.conformance.proposals import Change
-            from upstream_dagster.datahub.writers import write_change
-
-            ((receipt, _),) = write_change(graph, scratch, Change(kind, values))
+            ((receipt, _),) = changes.apply(graph, scratch, Change(kind, values))
             return _read_back(graph, receipt, aspect, lambda v: all(x in str(v) for x in values))
 
         return run
 
     def structured() -> tuple[str, str]:
-        definition = {
-            "qualifiedName": "upstreamSpike",
-            "displayName": "upstreamSpike",
-            "valueType": "urn:li:dataType:datahub.string",
-            "cardinality": "SINGLE",
-            "entityTypes": ["urn:li:entityType:datahub.dataset"],
-            "description": "Written by `upstream spike`.",
-        }
+        definition = aspects.property_definition(
+            "upstreamSpike", "urn:li:dataType:datahub.string", "Written by `upstream spike`."
+        )
         defined = graph.write_aspect(SPIKE_PROPERTY, "propertyDefinition", definition)
         if not defined.written:
             return PARTIAL, f"definition: {defined.detail}"
@@ -175,7 +167,7 @@ def spike(graph: MetadataGraph) -> list[Surface]:
     gms = graph.transport == "gms"
     surfaces: list[tuple[str, str, Callable[[], tuple[str, str]]]] = [
         ("search", "GraphQL scrollAcrossEntities" if gms else "SQL", search),
-        ("aspects", "OpenAPI v3 batchGet" if gms else "SQL", aspects),
+        ("aspects", "OpenAPI v3 batchGet" if gms else "SQL", read_aspects),
         ("upstream lineage", "lineage aspects", upstream),
         ("downstream lineage", "GraphQL scrollAcrossLineage" if gms else "SQL", downstream),
         ("timeline", "OpenAPI v2 timeline" if gms else "aspect versions", timeline),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
+from upstream_dagster.datahub.model import SearchQuery
 from upstream_dagster.datahub.protocol import MetadataGraph
 
 
@@ -33,8 +34,6 @@ class EstateSummary:
 
 
 def summarize(graph: MetadataGraph) -> EstateSummary:
-    from upstream_dagster.datahub.model import SearchQuery
-
     datasets = graph.search(SearchQuery(entity_type="dataset"))
     aspects = graph.get_aspects(datasets, ["siblings", "ownership"])
     secondary = {

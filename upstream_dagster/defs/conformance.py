@@ -1,206 +1,209 @@
 """The conformance dial as Dagster assets: estate_spec -> metadata_context -> conformance ->
-violations. Each asset reads its inputs, calls one core function, and reports what a person
-needs to read in the UI."""
+violations. Each asset reads its inputs and resources, calls one service, and reports what a
+person needs to read in the UI."""
 
 import dagster as dg
 
 from upstream_dagster import clock
 from upstream_dagster.conformance.context import MetadataContext
-from upstream_dagster.conformance.risk import rank_violations
-from upstream_dagster.conformance.score import Dial, render_markdown, score
-from upstream_dagster.settings import Settings
-from upstream_dagster.spec import EstateSpec, load_estate
+from upstream_dagster.conformance.risk import Violation
+from upstream_dagster.conformance.score import Dial, render_markdown
+from upstream_dagster.datahub.readpath import read_context
+from upstream_dagster.defs.resources import DataHubResource, UpstreamResource
+from upstream_dagster.services import scoring
+from upstream_dagster.spec import EstateSpec
 from upstream_dagster.spec.urns import short
 
 GROUP = "conformance"
 
 
-def conformance_defs(
-    settings: Settings,
-) -> tuple[list[dg.AssetsDefinition], list[dg.AssetChecksDefinition]]:
-    @dg.asset(
-        group_name=GROUP,
-        kinds={"yaml"},
-        description=(
-            "estate.yaml, validated: the tiers of assets, the requirements each tier must "
-            "meet, and the policies (actuation, approvers, risk, reliability budgets). Errors "
-            "name file, line and fix."
-        ),
+@dg.asset(
+    group_name=GROUP,
+    kinds={"yaml"},
+    description=(
+        "estate.yaml, validated: the tiers of assets, the requirements each tier must "
+        "meet, and the policies (actuation, approvers, risk, reliability budgets). Errors "
+        "name file, line and fix."
+    ),
+)
+def estate_spec(upstream: UpstreamResource) -> dg.Output[EstateSpec]:
+    spec = upstream.spec()
+    rows = "\n".join(
+        f"| {t.name} | {len(t.match)} | {', '.join(t.requirements.active())} |" for t in spec.tiers
     )
-    def estate_spec(context: dg.AssetExecutionContext) -> dg.Output[EstateSpec]:
-        spec = load_estate(settings.estate_file)
-        rows = "\n".join(
-            f"| {t.name} | {len(t.match)} | {', '.join(t.requirements.active())} |"
-            for t in spec.tiers
-        )
-        return dg.Output(
-            spec,
-            metadata={
-                "file": str(settings.estate_file),
-                "tiers": len(spec.tiers),
-                "actuation": spec.policies.actuation,
-                "tiers_table": dg.MetadataValue.md(
-                    "| tier | selectors | requirements |\n|---|---:|---|\n" + rows
-                ),
-            },
-        )
-
-    @dg.asset(
-        group_name=GROUP,
-        kinds={"datahub"},
-        description=(
-            "Everything the dial reasons over, read from DataHub in eight slices (asset search, "
-            "lineage, assertions, schema fields, governance, glossary, documentation, ownership). "
-            "Each slice reports the transport that answered it, its DataHub calls, and any "
-            "fallback."
-        ),
+    return dg.Output(
+        spec,
+        metadata={
+            "file": upstream.estate_file,
+            "tiers": len(spec.tiers),
+            "actuation": spec.policies.actuation,
+            "tiers_table": dg.MetadataValue.md(
+                "| tier | selectors | requirements |\n|---|---:|---|\n" + rows
+            ),
+        },
     )
-    def metadata_context(context: dg.AssetExecutionContext) -> dg.Output[MetadataContext]:
-        from upstream_dagster.datahub import open_graph
-        from upstream_dagster.datahub.readpath import read_context
 
-        graph = open_graph(settings)
-        try:
-            ctx = read_context(graph, clock.now_ms())
-        finally:
-            graph.close()
-        table = "| slice | transport | calls | items | note |\n|---|---|---:|---:|---|\n" + "".join(
-            f"| {s.name} | {s.transport}{' (fallback: ' + s.fallback + ')' if s.fallback else ''}"
-            f" | {s.calls} | {s.items} | {s.note} |\n"
-            for s in ctx.slices
-        )
-        for s in ctx.slices:
-            if s.fallback:
-                context.log.warning(f"slice {s.name} fell back: {s.fallback}")
-        return dg.Output(
-            ctx,
-            metadata={
-                "datahub_calls": ctx.calls,
-                "assets": len(ctx.assets),
-                "datasets": len(ctx.datasets()),
-                "transport": ctx.transport,
-                "slices": dg.MetadataValue.md(table),
-            },
-        )
 
-    @dg.asset(
-        group_name=GROUP,
-        description=(
-            "The dial: estate.yaml scored against DataHub per check, by tier, by requirement "
-            "and overall. Tier selectors resolve through DataHub search on every run, so a new "
-            "model is in scope with no configuration change. Plots overall and per-tier percent "
-            "over time."
-        ),
+@dg.asset(
+    group_name=GROUP,
+    kinds={"datahub"},
+    description=(
+        "Everything the dial reasons over, read from DataHub in eight slices (asset search, "
+        "lineage, assertions, schema fields, governance, glossary, documentation, ownership). "
+        "Each slice reports the transport that answered it, its DataHub calls, and any "
+        "fallback."
+    ),
+)
+def metadata_context(
+    context: dg.AssetExecutionContext, datahub: DataHubResource
+) -> dg.Output[MetadataContext]:
+    with datahub.graph() as graph:
+        ctx = read_context(graph, clock.now_ms())
+    table = "| slice | transport | calls | items | note |\n|---|---|---:|---:|---|\n" + "".join(
+        f"| {s.name} | {s.transport}{' (fallback: ' + s.fallback + ')' if s.fallback else ''}"
+        f" | {s.calls} | {s.items} | {s.note} |\n"
+        for s in ctx.slices
     )
-    def conformance(
-        context: dg.AssetExecutionContext,
-        estate_spec: EstateSpec,
-        metadata_context: MetadataContext,
-    ) -> dg.Output[Dial]:
-        from upstream_dagster.datahub import open_graph
-        from upstream_dagster.datahub.scope import resolve_scope
-
-        graph = open_graph(settings)
-        try:
-            scope = resolve_scope(graph, estate_spec, metadata_context)
-        finally:
-            graph.close()
-        dial = score(metadata_context, estate_spec, scope, metadata_context.as_of_ms)
-        metadata: dict[str, dg.RawMetadataValue] = {
-            "overall_percent": dg.MetadataValue.float(dial.overall.percent),
-            "checks": dial.overall.checks,
-            "passed": dial.overall.passed,
-            "not_evaluable": dial.overall.not_evaluable,
-            "assets": dial.overall.assets,
-            "unmatched_datasets": len(dial.unmatched),
-            "dial": dg.MetadataValue.md(render_markdown(dial)),
-        }
-        for name, tally in dial.by_tier:
-            metadata[f"percent {name}"] = dg.MetadataValue.float(tally.percent)
-        # Incident counts as numbers, so the UI plots them over the nightly runs beside the dial.
-        states = {i.urn: i.state for a in metadata_context.assets for i in a.incidents}
-        metadata["incidents_active"] = dg.MetadataValue.int(
-            sum(1 for st in states.values() if st == "ACTIVE")
-        )
-        metadata["incidents_resolved"] = dg.MetadataValue.int(
-            sum(1 for st in states.values() if st == "RESOLVED")
-        )
-        return dg.Output(dial, metadata=metadata)
-
-    @dg.asset(
-        group_name=GROUP,
-        description=(
-            "Every failing or unevaluable check, ranked by risk computed from graph facts; "
-            "each row shows the arithmetic behind its risk."
-        ),
+    for s in ctx.slices:
+        if s.fallback:
+            context.log.warning(f"slice {s.name} fell back: {s.fallback}")
+    return dg.Output(
+        ctx,
+        metadata={
+            "datahub_calls": ctx.calls,
+            "assets": len(ctx.assets),
+            "datasets": len(ctx.datasets()),
+            "transport": ctx.transport,
+            "slices": dg.MetadataValue.md(table),
+        },
     )
-    def violations(
-        context: dg.AssetExecutionContext,
-        estate_spec: EstateSpec,
-        metadata_context: MetadataContext,
-        conformance: Dial,
-    ) -> dg.Output:  # a tuple of Violation
-        ranked = rank_violations(
-            metadata_context, estate_spec, conformance.results, conformance.as_of_ms
-        )
-        lines = [
-            "| # | risk | asset | tier | requirement | why | risk arithmetic |",
-            "|---:|---:|---|---|---|---|---|",
-        ]
-        for i, v in enumerate(ranked[:200], 1):
-            lines.append(
-                f"| {i} | {v.risk.score:.3f} | {short(v.check.asset)} | {v.check.tier} "
-                f"| {v.check.requirement} | {v.check.reason} | {v.risk.explain()} |"
-            )
-        note = "" if ranked else "\n\nNo violations: every check passes."
-        return dg.Output(
-            ranked,
-            metadata={
-                "violations": len(ranked),
-                "ranked": dg.MetadataValue.md("\n".join(lines) + note),
-            },
-        )
 
-    @dg.asset_check(
-        asset=conformance,
-        description=(
-            "Every tier selector in estate.yaml matches at least one asset in DataHub; a selector "
-            "that matches nothing is usually a typo in a domain, tag or name pattern."
-        ),
-    )
-    def every_selector_matches(conformance: Dial) -> dg.AssetCheckResult:
-        empty = [h.name() for h in conformance.selector_hits if not h.matched]
-        return dg.AssetCheckResult(
-            passed=not empty,
-            metadata={"empty_selectors": ", ".join(empty) or "none"},
-            description=("selectors matching nothing: " + ", ".join(empty)) if empty else None,
-        )
 
-    @dg.asset_check(
-        asset=conformance,
-        description=("Warns when overall conformance fell since the previous materialization."),
+@dg.asset(
+    group_name=GROUP,
+    description=(
+        "The dial: estate.yaml scored against DataHub per check, by tier, by requirement "
+        "and overall. Tier selectors resolve through DataHub search on every run, so a new "
+        "model is in scope with no configuration change. Plots overall and per-tier percent "
+        "over time."
+    ),
+)
+def conformance(
+    estate_spec: EstateSpec, metadata_context: MetadataContext, datahub: DataHubResource
+) -> dg.Output[Dial]:
+    with datahub.graph() as graph:
+        dial = scoring.dial_of(graph, estate_spec, metadata_context)
+    metadata: dict[str, dg.RawMetadataValue] = {
+        "overall_percent": dg.MetadataValue.float(dial.overall.percent),
+        "checks": dial.overall.checks,
+        "passed": dial.overall.passed,
+        "not_evaluable": dial.overall.not_evaluable,
+        "assets": dial.overall.assets,
+        "unmatched_datasets": len(dial.unmatched),
+        "dial": dg.MetadataValue.md(render_markdown(dial)),
+    }
+    for name, tally in dial.by_tier:
+        metadata[f"percent {name}"] = dg.MetadataValue.float(tally.percent)
+    # Incident counts as numbers, so the UI plots them over the nightly runs beside the dial.
+    states = {i.urn: i.state for a in metadata_context.assets for i in a.incidents}
+    metadata["incidents_active"] = dg.MetadataValue.int(
+        sum(1 for st in states.values() if st == "ACTIVE")
     )
-    def conformance_did_not_fall(
-        context: dg.AssetCheckExecutionContext, conformance: Dial
-    ) -> dg.AssetCheckResult:
-        records = context.instance.fetch_materializations(dg.AssetKey("conformance"), limit=2)
-        previous = None
-        if len(records.records) > 1:
-            event = records.records[1].asset_materialization
-            if event is not None and "overall_percent" in event.metadata:
-                previous = float(event.metadata["overall_percent"].value)  # type: ignore[arg-type]
-        now = conformance.overall.percent
-        fell = previous is not None and now < previous
-        return dg.AssetCheckResult(
-            passed=not fell,
-            severity=dg.AssetCheckSeverity.WARN,
-            metadata={
-                "previous_percent": previous if previous is not None else "none yet",
-                "current_percent": now,
-            },
-        )
+    metadata["incidents_resolved"] = dg.MetadataValue.int(
+        sum(1 for st in states.values() if st == "RESOLVED")
+    )
+    return dg.Output(dial, metadata=metadata)
 
-    return (
-        [estate_spec, metadata_context, conformance, violations],
-        [every_selector_matches, conformance_did_not_fall],
+
+@dg.asset(
+    group_name=GROUP,
+    description=(
+        "Every failing or unevaluable check, ranked by risk computed from graph facts; "
+        "each row shows the arithmetic behind its risk."
+    ),
+)
+def violations(
+    estate_spec: EstateSpec, metadata_context: MetadataContext, conformance: Dial
+) -> dg.Output[list[Violation]]:
+    ranked = list(scoring.ranked(metadata_context, estate_spec, conformance))
+    lines = [
+        "| # | risk | asset | tier | requirement | why | risk arithmetic |",
+        "|---:|---:|---|---|---|---|---|",
+    ]
+    for i, v in enumerate(ranked[:200], 1):
+        lines.append(
+            f"| {i} | {v.risk.score:.3f} | {short(v.check.asset)} | {v.check.tier} "
+            f"| {v.check.requirement} | {v.check.reason} | {v.risk.explain()} |"
+        )
+    note = "" if ranked else "\n\nNo violations: every check passes."
+    return dg.Output(
+        ranked,
+        metadata={
+            "violations": len(ranked),
+            "ranked": dg.MetadataValue.md("\n".join(lines) + note),
+        },
     )
+
+
+@dg.asset_check(
+    asset=conformance,
+    description=(
+        "Every tier selector in estate.yaml matches at least one asset in DataHub; a selector "
+        "that matches nothing is usually a typo in a domain, tag or name pattern."
+    ),
+)
+def every_selector_matches(conformance: Dial) -> dg.AssetCheckResult:
+    empty = [h.name() for h in conformance.selector_hits if not h.matched]
+    return dg.AssetCheckResult(
+        passed=not empty,
+        metadata={"empty_selectors": ", ".join(empty) or "none"},
+        description=("selectors matching nothing: " + ", ".join(empty)) if empty else None,
+    )
+
+
+@dg.asset_check(
+    asset=conformance,
+    description="Warns when overall conformance fell since the previous materialization.",
+)
+def conformance_did_not_fall(
+    context: dg.AssetCheckExecutionContext, conformance: Dial
+) -> dg.AssetCheckResult:
+    records = context.instance.fetch_materializations(dg.AssetKey("conformance"), limit=2)
+    previous = None
+    if len(records.records) > 1:
+        event = records.records[1].asset_materialization
+        if event is not None and "overall_percent" in event.metadata:
+            previous = float(str(event.metadata["overall_percent"].value))
+    now = conformance.overall.percent
+    fell = previous is not None and now < previous
+    return dg.AssetCheckResult(
+        passed=not fell,
+        severity=dg.AssetCheckSeverity.WARN,
+        metadata={
+            "previous_percent": previous if previous is not None else "none yet",
+            "current_percent": now,
+        },
+    )
+
+
+ASSETS = [estate_spec, metadata_context, conformance, violations]
+CHECKS = [every_selector_matches, conformance_did_not_fall]
+score_job = dg.define_asset_job(
+    "score",
+    # The blocking gate check must never sit in the nightly job: a failed blocking check
+    # fails its whole run. It runs only in the write-back job.
+    selection=dg.AssetSelection.assets(*ASSETS, "proposals", "approval_queue").without_checks()
+    | dg.AssetSelection.checks(*CHECKS),
+    description="Score estate.yaml against DataHub: read the graph, compute the dial, rank "
+    "the violations by risk, and plan the priced proposals. `upstream score` runs it; the "
+    "nightly schedule runs it at 02:00.",
+)
+nightly = dg.ScheduleDefinition(
+    name="nightly_score",
+    job=score_job,
+    cron_schedule="0 2 * * *",
+    execution_timezone="UTC",
+    default_status=dg.DefaultScheduleStatus.RUNNING,
+    description="The nightly score, so the dial's history plots in the UI.",
+)
+defs = dg.Definitions(assets=ASSETS, asset_checks=CHECKS, jobs=[score_job], schedules=[nightly])

@@ -1,4 +1,10 @@
-"""The demo estate as Dagster assets: raw feeds -> dbt models -> DataHub's own ingestion."""
+"""The estate as Dagster assets: raw feeds -> dbt models -> DataHub's own ingestion -> the
+warehouse profiles, with every estate.yaml monitor as an asset check.
+
+The dbt project decides which assets exist, so they are defined from its manifest when the code
+location loads (`estate_defs`); the two jobs that build them select by key and live here at
+module level, so other areas can launch them.
+"""
 
 import json
 import shutil
@@ -9,10 +15,34 @@ from typing import Any
 import dagster as dg
 from dagster_dbt import DagsterDbtTranslator, DbtCliResource, dbt_assets
 
-from upstream_dagster.defs.resources import DataHubResource
+from upstream_dagster.datahub.ingest import ingest_dbt
+from upstream_dagster.datahub.summary import summarize
+from upstream_dagster.defs.observations import monitor_checks, profiles_asset
+from upstream_dagster.defs.resources import DataHubResource, UpstreamResource
 from upstream_dagster.demo.generator import load_warehouse
 from upstream_dagster.errors import BuildFailed
-from upstream_dagster.settings import Settings
+from upstream_dagster.services.observe import Node, manifest_nodes
+from upstream_dagster.spec.models import EstateSpec
+
+RAW_FEEDS = "raw_feeds"
+PROFILES = "warehouse_profiles"
+# everything up to the profiles; the refresh leaves the raw feeds as they are now
+BUILD = dg.AssetSelection.assets(PROFILES).upstream()
+REFRESH = BUILD - dg.AssetSelection.groups(RAW_FEEDS)
+
+estate_build_job = dg.define_asset_job(
+    "estate_build",
+    selection=BUILD,
+    description="Generate the raw feeds, build every dbt model and test, run the monitors, "
+    "profile every relation, and ingest the result into DataHub. `make demo` runs it.",
+)
+estate_refresh_job = dg.define_asset_job(
+    "estate_refresh",
+    selection=REFRESH,
+    description="Rebuild the dbt models over the raw feeds as they are now (for example "
+    "after a scenario changed them or an incident's fix was applied), run the monitors, "
+    "profile, and re-ingest into DataHub.",
+)
 
 
 class EstateTranslator(DagsterDbtTranslator):
@@ -39,7 +69,7 @@ class EstateTranslator(DagsterDbtTranslator):
 
     def get_group_name(self, dbt_resource_props: Mapping[str, Any]) -> str | None:
         if dbt_resource_props["resource_type"] == "source":
-            return "raw_feeds"
+            return RAW_FEEDS
         fqn = dbt_resource_props.get("fqn") or []
         return str(fqn[1]) if len(fqn) > 2 else "dbt"
 
@@ -68,13 +98,6 @@ def test_description(manifest: Mapping[str, Any], unique_id: str) -> str:
         f"dbt test {name}: {meaning}. Not blocking: a failure still reaches DataHub as a "
         "failing assertion, which the failing_assertions sensor investigates."
     )
-
-
-def _source_keys(data: dict[str, Any]) -> dict[dg.AssetKey, str]:
-    return {
-        dg.AssetKey([s["source_name"], s["name"]]): s.get("description") or s["name"]
-        for s in data["sources"].values()
-    }
 
 
 def _build_errors(run_results: Path) -> list[str]:
@@ -107,30 +130,42 @@ def _topological(keys: set[dg.AssetKey], assets_def: dg.AssetsDefinition) -> lis
     return out
 
 
-def estate_assets(settings: Settings, manifest_file: Path) -> list[Any]:
-    # The parsed manifest, not its path: dagster-dbt caches manifests by path within a process,
-    # and the deployed project is re-parsed in place when it changes.
-    manifest: dict[str, Any] = json.loads(manifest_file.read_text())
+def node_keys(manifest: dict[str, Any]) -> dict[str, dg.AssetKey]:
+    """dbt unique id -> the Dagster asset key of every model and source."""
+    key_of = EstateTranslator().get_asset_key
+    nodes = [*manifest["nodes"].values(), *manifest["sources"].values()]
+    return {n["unique_id"]: key_of(n) for n in nodes if n["resource_type"] in ("model", "source")}
+
+
+def estate_defs(manifest: dict[str, Any], spec: EstateSpec) -> dg.Definitions:
+    """The assets the dbt project and estate.yaml's monitors define."""
     translator = EstateTranslator()
-    sources = _source_keys(manifest)
+    sources = {
+        dg.AssetKey([s["source_name"], s["name"]]): s.get("description") or s["name"]
+        for s in manifest["sources"].values()
+    }
 
     @dg.multi_asset(
-        name="raw_feeds",
+        name=RAW_FEEDS,
         specs=[
-            dg.AssetSpec(k, group_name="raw_feeds", description=f"Raw feed: {d}")
+            dg.AssetSpec(k, group_name=RAW_FEEDS, description=f"Raw feed: {d}", kinds={"duckdb"})
             for k, d in sources.items()
         ],
         description="Generates the demo's raw shop and vendor feeds into DuckDB from a fixed "
         "seed, anchored to the one clock (UPSTREAM_CLOCK).",
     )
-    def raw_feeds(context: dg.AssetExecutionContext) -> Iterator[dg.MaterializeResult]:
-        counts = load_warehouse(settings.warehouse)
+    def raw_feeds(
+        context: dg.AssetExecutionContext, upstream: UpstreamResource
+    ) -> Iterator[dg.MaterializeResult[Any]]:
+        counts = load_warehouse(upstream.settings().warehouse)
         for key in sorted(context.selected_asset_keys, key=lambda k: k.to_user_string()):
             table = ".".join(key.path[-2:])
             yield dg.MaterializeResult(asset_key=key, metadata={"rows": counts.get(table, 0)})
 
     @dbt_assets(manifest=manifest, dagster_dbt_translator=translator, name="estate_dbt")
-    def estate_dbt(context: dg.AssetExecutionContext, dbt: DbtCliResource) -> Iterator[Any]:
+    def estate_dbt(
+        context: dg.AssetExecutionContext, dbt: DbtCliResource, upstream: UpstreamResource
+    ) -> Iterator[Any]:
         invocation = dbt.cli(["build"], context=context, raise_on_error=False)
         done: set[dg.AssetKey] = set()
         for event in invocation.stream():
@@ -150,6 +185,7 @@ def estate_assets(settings: Settings, manifest_file: Path) -> list[Any]:
                     "dbt_status": "skipped: a test upstream of it failed; the table is unchanged",
                 },
             )
+        settings = upstream.settings()
         # Keep this build's run_results: later dbt commands overwrite them.
         _copy(invocation.target_path, settings.artifacts_dir, "run_results.json")
         errors = _build_errors(invocation.target_path / "run_results.json")
@@ -163,43 +199,48 @@ def estate_assets(settings: Settings, manifest_file: Path) -> list[Any]:
     @dg.asset(
         deps=list(estate_dbt.keys),
         group_name="datahub",
-        kinds={"datahub"},
+        kinds={"datahub", "dbt"},
         description="Runs DataHub's own dbt source (manifest, catalog, freshness, run results, "
         "meta_mapping to owners, domains, terms and tags) into the configured DataHub, so the "
         "graph follows the warehouse. On the embedded DataHub Lite it also links each dbt node "
         "to its warehouse table as siblings.",
     )
     def datahub_metadata(
-        context: dg.AssetExecutionContext, dbt: DbtCliResource, datahub: DataHubResource
-    ) -> dg.MaterializeResult:
-        return ingest_estate(context, datahub.target(settings), dbt, manifest)
+        context: dg.AssetExecutionContext,
+        dbt: DbtCliResource,
+        datahub: DataHubResource,
+        upstream: UpstreamResource,
+    ) -> dg.MaterializeResult[Any]:
+        return ingest_estate(context, upstream.settings().artifacts_dir, dbt, datahub, manifest)
 
-    return [raw_feeds, estate_dbt, datahub_metadata]
+    nodes = manifest_nodes(manifest)
+    keys = node_keys(manifest)
+    profiles = profiles_asset(nodes, [datahub_metadata])
+    checks = monitor_checks(spec, nodes, keys, dg.AssetKey(PROFILES))
+    return dg.Definitions(
+        assets=[raw_feeds, estate_dbt, datahub_metadata, profiles],
+        asset_checks=checks,
+        jobs=[estate_build_job, estate_refresh_job],
+    )
 
 
-def estate_nodes(manifest_file: Path) -> list[Any]:
-    """Every dbt model and source with its Dagster key, DataHub URN and warehouse relation."""
-    from upstream_dagster.defs.monitors import manifest_nodes
-
-    manifest = json.loads(manifest_file.read_text())
-    translator = EstateTranslator()
-    return manifest_nodes(manifest, translator.get_asset_key)
+def estate_nodes(manifest: dict[str, Any]) -> list[tuple[Node, dg.AssetKey]]:
+    """Every dbt model and source with its DataHub URN, warehouse relation and Dagster key."""
+    keys = node_keys(manifest)
+    return [(n, keys[n.unique_id]) for n in manifest_nodes(manifest)]
 
 
 def ingest_estate(
     context: dg.AssetExecutionContext,
-    settings: Settings,
+    artifacts: Path,
     dbt: DbtCliResource,
+    datahub: DataHubResource,
     manifest: dict[str, Any],
-) -> dg.MaterializeResult:
-    from upstream_dagster.datahub import open_graph
-    from upstream_dagster.datahub.ingest import ingest_dbt
-    from upstream_dagster.datahub.summary import summarize
-
+) -> dg.MaterializeResult[Any]:
     # Freshness before docs: freshness rewrites the manifest without compiled SQL.
     fresh = dbt.cli(["source", "freshness"], manifest=manifest, raise_on_error=False)
     fresh.wait()
-    _copy(fresh.target_path, settings.artifacts_dir, "sources.json")
+    _copy(fresh.target_path, artifacts, "sources.json")
     docs = dbt.cli(["docs", "generate"], manifest=manifest, raise_on_error=False)
     docs.wait()
     if not (docs.target_path / "catalog.json").exists():
@@ -207,16 +248,13 @@ def ingest_estate(
             "`dbt docs generate` produced no catalog.json",
             "run `dbt docs generate` in the deployed project to see why",
         )
-    _copy(docs.target_path, settings.artifacts_dir, "manifest.json", "catalog.json")
-    report = ingest_dbt(settings, settings.artifacts_dir)
+    _copy(docs.target_path, artifacts, "manifest.json", "catalog.json")
+    report = ingest_dbt(datahub.target(), artifacts)
     context.log.info(report.summary())
     for warning in report.warnings[:5]:
         context.log.warning(f"sink warning: {warning}")
-    graph = open_graph(settings)
-    try:
+    with datahub.graph() as graph:
         summary = summarize(graph)
-    finally:
-        graph.close()
     lines = "\n".join(summary.lines())
     return dg.MaterializeResult(
         metadata={
@@ -224,7 +262,7 @@ def ingest_estate(
             "records_landed": dg.MetadataValue.int(report.written),
             "records_dropped": dg.MetadataValue.int(report.dropped),
             "twin_pairs_linked": dg.MetadataValue.int(report.siblings_linked),
-            "transport": settings.backend,
+            "transport": datahub.backend,
             "what DataHub holds": dg.MetadataValue.md(f"```\n{lines}\n```"),
         }
     )

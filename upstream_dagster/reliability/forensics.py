@@ -6,11 +6,11 @@ stays in the ledger with its statement and reason.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from upstream_dagster.reliability.evidence import Hypothesis
-    from upstream_dagster.reliability.investigate import Investigation, Probe
+from upstream_dagster.reliability.evidence import Hypothesis
+from upstream_dagster.reliability.walk import Investigation, Probe
+from upstream_dagster.spec.urns import relation_of
 
 
 def _q(name: str) -> str:
@@ -72,8 +72,6 @@ def _supports(hyp: Hypothesis, rows: list[Any], claim: dict[str, str]) -> bool:
 
 
 def confirm(inv: Investigation, hyp: Hypothesis, probe: Probe) -> list[int]:
-    from upstream_dagster.reliability.investigate import relation_of
-
     relation = relation_of(hyp.cause)
     built = template(hyp, relation)
     if built is None:

@@ -9,17 +9,24 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, replace
-from typing import Any, Protocol, TypeVar
+from dataclasses import replace
+from typing import TypeVar
 
-from upstream_dagster.reliability.evidence import Finding, Hypothesis, Ledger, Score
+from upstream_dagster.reliability.evidence import Finding, Hypothesis, Score
+from upstream_dagster.reliability.forensics import confirm
 from upstream_dagster.reliability.health import (
-    FailingCheck,
     NodeView,
-    Window,
     diagnose,
     not_rebuilt,
 )
+from upstream_dagster.reliability.walk import (
+    BudgetExhausted,
+    Investigation,
+    Memory,
+    Probe,
+    Trigger,
+)
+from upstream_dagster.spec.urns import relation_of
 
 T = TypeVar("T")
 MAX_DEPTH = 12
@@ -39,70 +46,6 @@ PRIORITY = (
 DATA_CLASSES = set(PRIORITY) - {"failing_check"}
 # Failures of one column's values: column lineage must connect them to the symptom's column.
 COLUMN_CLASSES = {"rename", "column_removed", "type_change", "null_jump", "value_shift"}
-
-
-class BudgetExhausted(Exception):
-    """The run's DataHub read budget is spent."""
-
-
-class Probe(Protocol):
-    def upstreams(self, urn: str) -> tuple[str, ...]: ...
-
-    def observe(self, urns: tuple[str, ...], with_runs: bool = True) -> dict[str, NodeView]: ...
-
-    def column_edges(self) -> tuple[tuple[tuple[str, str], tuple[str, str]], ...]: ...
-
-    def forensic(self, sql: str, relations: set[str]) -> tuple[str | None, list[Any], str]: ...
-
-    @property
-    def reads(self) -> int: ...
-
-
-@dataclass(frozen=True)
-class Memory:
-    """What an earlier incident on this symptom taught: read from structured properties."""
-
-    cause: str
-    column: str | None
-    failure_class: str
-
-
-@dataclass(frozen=True)
-class Trigger:
-    symptom: str
-    check: FailingCheck
-    window: Window
-    # Other datasets the failing check reads (a referential-integrity test's parent table):
-    # walked as if they fed the symptom, since the check's failure can start in either.
-    inputs: tuple[str, ...] = ()
-
-
-@dataclass
-class Investigation:
-    trigger: Trigger
-    ledger: Ledger = field(default_factory=Ledger)
-    findings: dict[str, list[Finding]] = field(default_factory=dict)
-    upstream: dict[str, tuple[str, ...]] = field(default_factory=dict)
-    ranked: list[tuple[Hypothesis, Score]] = field(default_factory=list)
-    walked: int = 0
-    day_profiled: set[str] = field(default_factory=set)  # nodes whose days are profiled
-    forensic_queries: int = 0
-    budget_note: str = ""
-    memory_used: bool = False
-
-    @property
-    def unhealthy(self) -> set[str]:
-        return {u for u, f in self.findings.items() if f}
-
-
-def relation_of(urn: str) -> str:
-    """``schema.table``: the last two parts of the dataset name."""
-    name = urn[urn.index(",") + 1 : urn.rindex(",")] if "," in urn else urn
-    return ".".join(name.lower().split(".")[-2:])
-
-
-def short_name(urn: str) -> str:
-    return relation_of(urn)
 
 
 def _downstream_path(inv: Investigation, cause: str) -> tuple[str, ...]:
@@ -132,7 +75,7 @@ def _observe(
 ) -> dict[str, NodeView]:
     views = probe.observe(hop, with_runs)
     for urn in hop:
-        view = views.get(urn) or NodeView(urn, short_name(urn))
+        view = views.get(urn) or NodeView(urn, relation_of(urn))
         inv.findings[urn] = diagnose(view, inv.trigger.window, inv.ledger)
         if any(p.partition for p in view.profiles):
             inv.day_profiled.add(urn)
@@ -230,15 +173,15 @@ def hypotheses(
         for node in path[1:]:
             cites += [f.evidence for f in inv.findings.get(node, [])]
         if len(path) > 1:
-            names = " -> ".join(short_name(u) for u in path)
+            names = " -> ".join(relation_of(u) for u in path)
             cites.append(inv.ledger.add("lineage", cause, f"lineage before the symptom: {names}"))
         if lead.column and (cause, lead.column) in feeds:
             cites.append(
                 inv.ledger.add(
                     "lineage",
                     cause,
-                    f"column {short_name(cause)}.{lead.column} feeds "
-                    f"{short_name(trigger.symptom)}.{trigger.check.column}",
+                    f"column {relation_of(cause)}.{lead.column} feeds "
+                    f"{relation_of(trigger.symptom)}.{trigger.check.column}",
                     column=lead.column,
                 )
             )
@@ -295,8 +238,6 @@ def score(inv: Investigation, hyp: Hypothesis, feeds_known: bool, simulation: fl
 
 def with_forensics(inv: Investigation, hyp: Hypothesis, probe: Probe, budget: int) -> Hypothesis:
     """Confirm the lead finding in the warehouse with one guarded query."""
-    from upstream_dagster.reliability.forensics import confirm
-
     if inv.forensic_queries >= budget:
         return hyp
     inv.forensic_queries += 1
@@ -347,8 +288,8 @@ def investigate(
         inv.ledger.add(
             "memory",
             memory.cause,
-            f"an earlier incident on {short_name(trigger.symptom)} was caused by "
-            f"{memory.failure_class} of {short_name(memory.cause)}"
+            f"an earlier incident on {relation_of(trigger.symptom)} was caused by "
+            f"{memory.failure_class} of {relation_of(memory.cause)}"
             + (f".{memory.column}" if memory.column else ""),
             column=memory.column,
         )
@@ -357,7 +298,7 @@ def investigate(
             inv.ledger.add(
                 "memory",
                 memory.cause,
-                f"memory contradicted: {short_name(memory.cause)} shows no "
+                f"memory contradicted: {relation_of(memory.cause)} shows no "
                 f"{memory.failure_class} now; walking lineage as if nothing were remembered",
             )
             memory = None

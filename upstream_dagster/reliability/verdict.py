@@ -12,8 +12,9 @@ from dataclasses import dataclass, field, replace
 from upstream_dagster.conformance.risk import Risk
 from upstream_dagster.reliability.evidence import Evidence, Hypothesis, Score
 from upstream_dagster.reliability.health import FailingCheck, Window
-from upstream_dagster.reliability.investigate import Investigation, short_name
 from upstream_dagster.reliability.remediation import Remedy
+from upstream_dagster.reliability.walk import Investigation
+from upstream_dagster.spec.urns import relation_of
 
 
 @dataclass(frozen=True)
@@ -78,15 +79,15 @@ class Verdict:
         if not self.ranked:
             return (
                 f"re-run {self.check.description or self.check.assertion}: no node upstream of "
-                f"{short_name(self.symptom)} changed, so a second failure would point at the "
+                f"{relation_of(self.symptom)} changed, so a second failure would point at the "
                 "check or at the asset itself"
             )
         h, s = self.ranked[0]
         if not s.forensic:
-            return f"query {short_name(h.cause)} to confirm the {h.failure_class} directly"
+            return f"query {relation_of(h.cause)} to confirm the {h.failure_class} directly"
         if not s.simulation:
-            return f"simulate the fix on {short_name(h.cause)} in a sandbox rebuild"
-        return f"compare {short_name(h.cause)} with its upstreams' run records"
+            return f"simulate the fix on {relation_of(h.cause)} in a sandbox rebuild"
+        return f"compare {relation_of(h.cause)} with its upstreams' run records"
 
     def headline(self) -> str:
         if not self.concluded:
@@ -97,7 +98,7 @@ class Verdict:
         h = self.ranked[0][0]
         col = f".{h.column}" if h.column else ""
         return (
-            f"root cause {short_name(h.cause)}{col} ({h.failure_class}), "
+            f"root cause {relation_of(h.cause)}{col} ({h.failure_class}), "
             f"confidence {self.confidence:.2f}"
         )
 
@@ -137,7 +138,7 @@ def summary_sentences(v: Verdict) -> list[str]:
     by_index = {e.index: e for e in v.ledger}
     trigger = [e.index for e in v.ledger if e.kind == "assertion" and e.subject == v.symptom]
     check = v.check.description or v.check.assertion
-    out = [f"{check} failed on {short_name(v.symptom)} {_cite(trigger[:1])}."]
+    out = [f"{check} failed on {relation_of(v.symptom)} {_cite(trigger[:1])}."]
     if v.top is None:
         out[0] = out[0][:-1] + f"; no node upstream of it changed {_cite(trigger[:1])}."
         return out
@@ -146,10 +147,10 @@ def summary_sentences(v: Verdict) -> list[str]:
     via = [i for i in h.cites if by_index[i].kind == "lineage"]
     col = f".{h.column}" if h.column else ""
     what = CLASS_TEXT.get(h.failure_class, h.failure_class.replace("_", " "))
-    out.append(f"{short_name(h.cause)}{col} shows {what} {_cite(own or list(h.cites))}.")
+    out.append(f"{relation_of(h.cause)}{col} shows {what} {_cite(own or list(h.cites))}.")
     if len(h.path) > 1 and via:
         out.append(
-            f"Lineage carries it to the symptom: {' -> '.join(short_name(u) for u in h.path)} "
+            f"Lineage carries it to the symptom: {' -> '.join(relation_of(u) for u in h.path)} "
             f"{_cite(via)}."
         )
     verb = "concludes" if v.concluded else "does not conclude"
@@ -177,7 +178,7 @@ def pull_request_text(v: Verdict) -> str:
     )
     return "\n".join(
         [
-            f"## Fix {h.failure_class.replace('_', ' ')} of {short_name(h.cause)}{col}",
+            f"## Fix {h.failure_class.replace('_', ' ')} of {relation_of(h.cause)}{col}",
             "",
             why,
             "",
@@ -200,7 +201,7 @@ def rca_markdown(v: Verdict) -> str:
     trigger = next((e for e in v.ledger if e.kind == "assertion" and e.subject == v.symptom), None)
     lines.append(
         f"Symptom: {v.check.description or v.check.assertion} failed on "
-        f"{short_name(v.symptom)}" + (f" {_cite([trigger.index])}" if trigger else "") + "."
+        f"{relation_of(v.symptom)}" + (f" {_cite([trigger.index])}" if trigger else "") + "."
     )
     if v.top is not None:
         h, s = v.top

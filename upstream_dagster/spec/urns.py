@@ -1,8 +1,10 @@
-"""How the short names people write in estate.yaml become DataHub URNs."""
+"""DataHub URNs: how the short names people write in estate.yaml become URNs, and every way
+Upstream reads a URN apart. Nothing else in the package parses a URN by hand."""
 
 from __future__ import annotations
 
 import fnmatch
+import re
 from collections.abc import Mapping
 
 PREFIX = {
@@ -12,6 +14,8 @@ PREFIX = {
     "owners": "urn:li:corpuser:",
     "structured_properties": "urn:li:structuredProperty:",
 }
+_FIELD = re.compile(r"^urn:li:schemaField:\((?P<dataset>.+),(?P<path>[^,]+)\)$")
+PLATFORM = "urn:li:dataPlatform:"
 
 
 def to_urn(kind: str, value: str) -> str:
@@ -21,6 +25,11 @@ def to_urn(kind: str, value: str) -> str:
 
 def to_urns(kind: str, values: list[str]) -> tuple[str, ...]:
     return tuple(to_urn(kind, v) for v in values)
+
+
+def entity_type(urn: str) -> str:
+    """`urn:li:dataset:(...)` -> `dataset`."""
+    return urn.split(":")[2] if urn.count(":") >= 2 else ""
 
 
 def short(urn: str) -> str:
@@ -42,12 +51,38 @@ def dataset_name(urn: str) -> str:
     return urn.rsplit(":", 1)[-1]
 
 
+def relation_of(urn: str) -> str:
+    """``schema.table``: the last two parts of the dataset name, lower case."""
+    name = urn[urn.index(",") + 1 : urn.rindex(",")] if "," in urn else urn
+    return ".".join(name.lower().split(".")[-2:])
+
+
 def platform_of(urn: str) -> str:
-    marker = "urn:li:dataPlatform:"
-    if marker in urn:
-        rest = urn[urn.index(marker) + len(marker) :]
+    if PLATFORM in urn:
+        rest = urn[urn.index(PLATFORM) + len(PLATFORM) :]
         return rest.split(",", 1)[0].split(")", 1)[0]
-    return urn.split(":")[2] if urn.count(":") >= 2 else ""
+    return entity_type(urn)
+
+
+def field_dataset(field_urn: str) -> str | None:
+    """The dataset of a schemaField URN, or None when it is not one."""
+    match = _FIELD.match(field_urn)
+    return match.group("dataset") if match else None
+
+
+def field_path(field_urn: str) -> str:
+    """The column path of a schemaField URN (the URN itself when it is not one)."""
+    match = _FIELD.match(field_urn)
+    return match.group("path") if match else field_urn
+
+
+def field_urn(dataset: str, path: str) -> str:
+    return f"urn:li:schemaField:({dataset},{path})"
+
+
+def dbt_urn(database: str, schema: str, name: str) -> str:
+    """The URN DataHub's dbt source gives a dbt node (the primary of a twin pair)."""
+    return f"urn:li:dataset:({PLATFORM}dbt,{database}.{schema}.{name},PROD)"
 
 
 def name_matches(urn: str, pattern: str) -> bool:

@@ -1,0 +1,3 @@
+from upstream_dagster.cli import app
+
+app()

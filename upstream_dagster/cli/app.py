@@ -1,0 +1,54 @@
+"""The `upstream` command line's app and the helpers every command shares."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from typing import NoReturn, TypeVar
+
+import typer
+from rich.console import Console
+
+from upstream_dagster import settings as settings_mod
+from upstream_dagster.datahub import Target, connected
+from upstream_dagster.datahub.summary import summarize
+from upstream_dagster.errors import UpstreamError
+
+# sqlglotrs arrives with a dependency and warns on import; nothing a user can act on.
+warnings.filterwarnings("ignore", message=r"sqlglot\[rs\] is deprecated")
+
+app = typer.Typer(
+    help="Upstream: desired-state control plane for DataHub.",
+    no_args_is_help=True,
+    add_completion=False,
+)
+out = Console(soft_wrap=True)
+err = Console(stderr=True, soft_wrap=True)
+T = TypeVar("T")
+
+
+def fail(exc: UpstreamError) -> NoReturn:
+    err.print(f"[bold red]error:[/] {exc.problem}\n  [bold]fix:[/] {exc.fix}")
+    raise typer.Exit(1)
+
+
+def guarded(step: Callable[[], T]) -> T:
+    """``step()``; an `UpstreamError` prints its cause and fix and exits 1."""
+    try:
+        return step()
+    except UpstreamError as exc:
+        fail(exc)
+
+
+def plain(text: str) -> None:
+    """Print text as it is: no markup, no highlighting."""
+    out.print(text, markup=False, highlight=False)
+
+
+def print_summary(settings: settings_mod.Settings) -> None:
+    target = Target.of(settings)
+    with connected(target) as graph:
+        summary = summarize(graph)
+    out.print(f"[bold]DataHub ({target.backend}: {target.where}) now holds:[/]")
+    for line in summary.lines():
+        out.print("  " + line)

@@ -1,0 +1,127 @@
+"""Commands of the coverage controller: plan, approve, verify, reset, and the one queue."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from upstream_dagster import runs
+from upstream_dagster import settings as settings_mod
+from upstream_dagster.cli.app import app, err, fail, guarded, out, plain
+from upstream_dagster.cli.incidents import approve_incident
+from upstream_dagster.defs import journal
+from upstream_dagster.errors import UpstreamError
+
+
+@app.command()
+def plan() -> None:
+    """Score the estate and print the priced proposals of the current batch, with its digest."""
+    settings = settings_mod.load()
+    batch = guarded(lambda: runs.score(settings)).batch
+    before, after = batch.base.overall.percent, batch.projected.overall.percent
+    out.print(
+        f"batch {batch.digest}: {len(batch.proposals)} proposals, conformance "
+        f"{before:.1f}% -> {after:.1f}% projected ({after - before:+.1f} points)"
+    )
+    for p in batch.proposals:
+        price = p.price
+        value = batch.display(p.change.values[0]) if p.change.values else ""
+        plain(
+            f"  {p.id}  {p.requirement:<22} {p.asset.split(',')[1] if ',' in p.asset else p.asset}"
+            f"  {p.change.kind} {value[:60]}  "
+            f"{f'+{price.delta_points:.2f} pts' if price else 'not priced'}  "
+            f"[{'; '.join(p.evidence)}]"
+        )
+    out.print(
+        f"{len(batch.unfixable)} violations stay (nothing in the graph to infer from); "
+        f"{batch.dropped} proposals dropped for no simulated benefit; {batch.deferred} priced "
+        "proposals wait for the next batch (max_proposals_per_run)."
+    )
+    out.print(f"approve: upstream approve --all --reviewer NAME   (digest {batch.digest})")
+
+
+@app.command()
+def queue() -> None:
+    """Print everything waiting on a person (one queue for every controller)."""
+    settings = settings_mod.load()
+    instance = runs.dagster_instance(settings)
+    meta = journal.latest(instance, journal.QUEUE)
+    incidents = journal.waiting_incidents(instance, settings.state_dir)
+    if meta:
+        for line in str(meta["queue"]).splitlines():
+            if line.startswith("- coverage"):
+                plain(line)
+    else:
+        out.print("No coverage batch planned yet: run `upstream plan` (or the score job).")
+    for line in incidents:
+        plain(f"- {line}")
+    if not incidents:
+        out.print("No incident fix is waiting for approval.")
+
+
+@app.command()
+def approve(
+    reviewer: Annotated[str, typer.Option(help="Your name; must be an approver in estate.yaml.")],
+    ids: Annotated[list[str] | None, typer.Option("--ids", help="Proposal ids to write.")] = None,
+    all_: Annotated[bool, typer.Option("--all", help="Approve the whole batch.")] = False,
+    reject: Annotated[list[str] | None, typer.Option(help="Proposal ids to reject.")] = None,
+    reason: Annotated[str, typer.Option(help="Why the rejected ids were rejected.")] = "",
+    yes: Annotated[bool, typer.Option("--yes", help="Do not ask for confirmation.")] = False,
+    incident: Annotated[
+        str | None, typer.Option(help="Approve an incident's fix instead of a coverage batch.")
+    ] = None,
+) -> None:
+    """Launch the write-back job for the current batch, or for one incident's fix."""
+    settings = settings_mod.load()
+    if incident:
+        approve_incident(settings, incident, reviewer, yes)
+        return
+    if not all_ and not ids:
+        fail(UpstreamError("nothing to approve", "pass --all or --ids ID [--ids ID ...]"))
+    digest = journal.latest(runs.dagster_instance(settings), journal.PROPOSALS).get("batch_digest")
+    if not digest:
+        fail(UpstreamError("no batch has been planned", "run `upstream plan` first"))
+    if not yes and not typer.confirm(f"Write batch {digest} to DataHub as {reviewer}?"):
+        raise typer.Exit(1)
+    done = guarded(
+        lambda: runs.approve_batch(
+            settings, digest, ["all"] if all_ else list(ids or []), reviewer, reject, reason
+        )
+    )
+    if done.result:  # the policy wrote nothing, and says why
+        out.print(f"batch {digest}: {done.result}")
+        return
+    out.print(
+        f"batch {digest}: {done.written} writes, {done.failed} failed "
+        f"(policy {done.policy}); projected {done.projected_percent}%"
+    )
+    if done.failed:
+        err.print("some writes failed: the receipts are on the coverage_writeback materialization")
+        raise typer.Exit(2)
+
+
+@app.command()
+def verify() -> None:
+    """Re-read DataHub and check the measured conformance equals the approved projection."""
+    settings = settings_mod.load()
+    done = guarded(lambda: runs.verify(settings))
+    out.print(
+        f"measured {done.measured}% vs projected {done.projected}%: "
+        f"{'equal' if done.equal else 'DIFFERENT'}"
+    )
+    if not done.equal:
+        raise typer.Exit(1)
+
+
+@app.command()
+def reset(
+    yes: Annotated[bool, typer.Option("--yes", help="Confirm: this rewrites DataHub.")] = False,
+    batch: Annotated[str, typer.Option(help="One batch digest, or all.")] = "all",
+) -> None:
+    """Undo write-backs: restore every aspect they wrote to its value before."""
+    if not yes:
+        fail(UpstreamError("reset rewrites DataHub", "pass --yes to confirm"))
+    settings = settings_mod.load()
+    done = guarded(lambda: runs.reset(settings, batch))
+    out.print(f"restored {done.restored} aspects (batches {done.batches})")

@@ -1,0 +1,111 @@
+"""Commands that break the estate on purpose and grade the reliability controller."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from upstream_dagster import settings as settings_mod
+from upstream_dagster.cli.app import app, guarded, out, plain
+from upstream_dagster.evaluation import suite
+from upstream_dagster.evaluation.breakage import BreakReport, break_estate, heal_estate
+from upstream_dagster.evaluation.scenario import load_scenario
+
+
+@app.command("break")
+def break_(
+    scenario: Annotated[
+        Path, typer.Argument(help="A scenario file, e.g. scenarios/vendor_drift.yaml")
+    ],
+) -> None:
+    """Apply a scenario's faults to the warehouse, rebuild, and re-ingest into DataHub."""
+    settings = settings_mod.load()
+    sc = guarded(lambda: load_scenario(scenario))
+
+    def run() -> BreakReport:
+        with out.status(f"breaking the estate with {sc.name} (faults, dbt build, DataHub)..."):
+            return break_estate(settings, sc)
+
+    report = guarded(run)
+    out.print(f"[bold]{sc.name}[/] applied:")
+    for sql in report.statements:
+        plain(f"  {sql}")
+    for table in report.skipped:
+        out.print(f"  {table} was not rebuilt")
+    for urn in report.flaky:
+        out.print(f"  {urn} reported a failure with no change in the data")
+    out.print(
+        "Every job stayed green. The failing_assertions sensor picks up what failed in DataHub; "
+        "or run `upstream investigate` now."
+    )
+
+
+@app.command()
+def heal(
+    forget: Annotated[
+        bool, typer.Option("--forget", help="Also remove the memory Upstream wrote.")
+    ] = False,
+) -> None:
+    """Restore the clean estate (warehouse, deployed dbt project, DataHub's ingested metadata).
+
+    What Upstream itself wrote into DataHub (incidents, runbooks, memory) is kept, unless
+    --forget is given."""
+    settings = settings_mod.load()
+
+    def run() -> int:
+        with out.status("rebuilding the clean estate (estate_build)..."):
+            return heal_estate(settings, forget)
+
+    removed = guarded(run)
+    out.print(
+        "healed: clean warehouse and metadata rebuilt"
+        + (f"; {removed} memory properties removed" if forget else "; memory kept")
+    )
+
+
+@app.command("eval")
+def eval_(
+    cases: Annotated[
+        Path | None,
+        typer.Option(help="A directory of case files (default: evals/cases).", file_okay=False),
+    ] = None,
+    random_: Annotated[
+        int, typer.Option("--random", help="Draw N seeded random faults instead of cases.")
+    ] = 0,
+    seed: Annotated[int, typer.Option(help="The seed of --random's draw.")] = 7,
+    replay: Annotated[
+        bool,
+        typer.Option(
+            "--replay",
+            help="Recompute the verdicts from the recorded reads: no DataHub, no warehouse.",
+        ),
+    ] = False,
+    jobs: Annotated[int, typer.Option(help="Cases run at once, each on its own copy.")] = 2,
+    records: Annotated[
+        Path | None, typer.Option(help="Where records go (default: evals/records).")
+    ] = None,
+    readme: Annotated[
+        bool, typer.Option("--readme", help="Write the grid into docs/evaluation.md as well.")
+    ] = False,
+) -> None:
+    """Grade the reliability controller on cases, live or replayed; exits 1 on a missed target.
+
+    Live, each case runs on a fresh copy of the estate; --replay recomputes the verdicts from
+    the recorded reads with no DataHub and no warehouse. Prints the grid."""
+    settings = settings_mod.load()
+    missed = guarded(
+        lambda: suite.main(
+            settings,
+            cases or settings.project_root / "evals" / "cases",
+            random_,
+            seed,
+            replay,
+            jobs,
+            records or settings.project_root / "evals" / "records",
+            readme,
+            out,
+        )
+    )
+    raise typer.Exit(1 if missed else 0)

@@ -1,0 +1,174 @@
+"""Dagster's event log is the journal: proposal batches, decisions, receipts and undo
+pre-images are materialization metadata. This module is the one place that reads them back,
+into typed records, for the assets, the sensors and the command line alike."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import dagster as dg
+
+from upstream_dagster.datahub.model import PreImage
+from upstream_dagster.state import claims
+
+PROPOSALS = dg.AssetKey("proposals")
+QUEUE = dg.AssetKey("approval_queue")
+WRITEBACK = dg.AssetKey("coverage_writeback")
+RESET = dg.AssetKey("coverage_reset")
+VERDICT = dg.AssetKey("incident_verdict")
+RESOLUTION = dg.AssetKey("incident_resolution")
+
+
+def _plain(metadata: Mapping[str, dg.MetadataValue]) -> dict[str, Any]:
+    return {k: v.value for k, v in metadata.items()}
+
+
+def latest(instance: dg.DagsterInstance, key: dg.AssetKey) -> dict[str, Any]:
+    """The latest materialization's metadata as plain values ({} when there is none)."""
+    event = instance.get_latest_materialization_event(key)
+    if event is None or event.asset_materialization is None:
+        return {}
+    return _plain(event.asset_materialization.metadata)
+
+
+def latest_for(
+    instance: dg.DagsterInstance, key: dg.AssetKey, partition: str, run_id: str | None = None
+) -> dict[str, Any]:
+    """The latest materialization of one partition (in one run, when given) as plain values."""
+    found = instance.fetch_materializations(
+        dg.AssetRecordsFilter(asset_key=key, asset_partitions=[partition]), limit=20
+    ).records
+    for record in found:
+        if record.asset_materialization and run_id in (None, record.run_id):
+            return _plain(record.asset_materialization.metadata)
+    return {}
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One write-back as the journal keeps it: what it wrote and how to undo it."""
+
+    digest: str  # the batch digest, or incident-<verdict digest>
+    run_id: str
+    reviewer: str
+    written: bool
+    pre_images: tuple[PreImage, ...]
+    as_of_ms: int = 0
+    percent_before: float = 0.0
+    projected_percent: float = 0.0
+    automatic: bool = False
+    approved: tuple[str, ...] = ()
+    order: int = 0  # the event log's storage id: later writes have larger ones
+
+
+def _entry(raw: Any, run_id: str, order: int) -> Entry:
+    data = dict(json.loads(raw) if isinstance(raw, str) else raw)
+    return Entry(
+        digest=str(data["batch_digest"]),
+        run_id=run_id,
+        reviewer=str(data.get("reviewer", "")),
+        written=bool(data.get("written")),
+        pre_images=tuple(PreImage.from_json(p) for p in data.get("pre_images", [])),
+        as_of_ms=int(data.get("as_of_ms", 0)),
+        percent_before=float(data.get("percent_before", 0.0)),
+        projected_percent=float(data.get("projected_percent", 0.0)),
+        automatic=bool(data.get("automatic", False)),
+        approved=tuple(data.get("approved", ())),
+        order=order,
+    )
+
+
+def entries(
+    instance: dg.DagsterInstance, key: dg.AssetKey = WRITEBACK, limit: int = 1000
+) -> list[Entry]:
+    """Every write-back's journal entry of one asset, newest first."""
+    out = []
+    for record in instance.fetch_materializations(key, limit=limit).records:
+        event = record.asset_materialization
+        if event is not None and "journal" in event.metadata:
+            out.append(_entry(event.metadata["journal"].value, record.run_id, record.storage_id))
+    return out
+
+
+def undoable(instance: dg.DagsterInstance) -> list[Entry]:
+    """Everything Upstream wrote and has not undone yet: coverage batches and incident
+    write-backs, newest first."""
+    done = reset_digests(instance)  # a batch is written once, so undone once
+    found = entries(instance, WRITEBACK) + entries(instance, RESOLUTION)
+    found = [e for e in found if e.digest not in done]
+    return sorted(found, key=lambda e: e.order, reverse=True)
+
+
+def reset_digests(instance: dg.DagsterInstance) -> set[str]:
+    """Batches an earlier reset already restored."""
+    out: set[str] = set()
+    for record in instance.fetch_materializations(RESET, limit=1000).records:
+        event = record.asset_materialization
+        if event is not None and "batches" in event.metadata:
+            out.update(json.loads(str(event.metadata["batches"].value)))
+    return out
+
+
+@dataclass(frozen=True)
+class VerdictSummary:
+    """An incident's latest verdict, as its materialization shows it."""
+
+    key: str
+    conclusion: str
+    confidence: float
+    risk: float
+    concluded: bool
+    remedy: str
+    digest: str
+    reads: int
+    rca: str
+
+    @property
+    def actionable(self) -> bool:
+        return self.concluded and self.remedy not in ("none", "escalate")
+
+
+def _summary(key: str, meta: dict[str, Any]) -> VerdictSummary:
+    return VerdictSummary(
+        key,
+        str(meta["conclusion"]),
+        float(meta["confidence"]),
+        float(meta["risk"]),
+        bool(meta["concluded"]),
+        str(meta["remedy"]),
+        str(meta["verdict_digest"]),
+        int(meta["datahub_reads"]),
+        str(meta.get("rca", "")),
+    )
+
+
+def verdict(instance: dg.DagsterInstance, key: str) -> VerdictSummary | None:
+    records = instance.fetch_materializations(
+        dg.AssetRecordsFilter(asset_key=VERDICT, asset_partitions=[key]), limit=1
+    ).records
+    if not records or records[0].asset_materialization is None:
+        return None
+    return _summary(key, _plain(records[0].asset_materialization.metadata))
+
+
+def verdicts(instance: dg.DagsterInstance) -> list[VerdictSummary]:
+    """The latest verdict of every incident, by key."""
+    latest_meta: dict[str, dict[str, Any]] = {}
+    for record in instance.fetch_materializations(VERDICT, limit=200).records:
+        mat = record.asset_materialization
+        if mat is not None and mat.partition and mat.partition not in latest_meta:
+            latest_meta[mat.partition] = _plain(mat.metadata)
+    return [_summary(k, m) for k, m in sorted(latest_meta.items())]
+
+
+def waiting_incidents(instance: dg.DagsterInstance, state_dir: Path) -> list[str]:
+    """Concluded incidents with an actionable fix that nobody has approved yet."""
+    return [
+        f"incident {v.key}: {v.conclusion}; fix: {v.remedy} (digest {v.digest})"
+        for v in verdicts(instance)
+        if v.actionable and not claims.claimed_by(state_dir, f"incident-{v.digest}")
+    ]

@@ -1,0 +1,64 @@
+"""What the lineage walk works with: the probe it reads through, the trigger, memory, and the
+investigation it builds up. Plain records, no I/O."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from upstream_dagster.reliability.evidence import Finding, Hypothesis, Ledger, Score
+from upstream_dagster.reliability.health import FailingCheck, NodeView, Window
+
+
+class BudgetExhausted(Exception):
+    """The run's DataHub read budget is spent."""
+
+
+class Probe(Protocol):
+    def upstreams(self, urn: str) -> tuple[str, ...]: ...
+
+    def observe(self, urns: tuple[str, ...], with_runs: bool = True) -> dict[str, NodeView]: ...
+
+    def column_edges(self) -> tuple[tuple[tuple[str, str], tuple[str, str]], ...]: ...
+
+    def forensic(self, sql: str, relations: set[str]) -> tuple[str | None, list[Any], str]: ...
+
+    @property
+    def reads(self) -> int: ...
+
+
+@dataclass(frozen=True)
+class Memory:
+    """What an earlier incident on this symptom taught: read from structured properties."""
+
+    cause: str
+    column: str | None
+    failure_class: str
+
+
+@dataclass(frozen=True)
+class Trigger:
+    symptom: str
+    check: FailingCheck
+    window: Window
+    # Other datasets the failing check reads (a referential-integrity test's parent table):
+    # walked as if they fed the symptom, since the check's failure can start in either.
+    inputs: tuple[str, ...] = ()
+
+
+@dataclass
+class Investigation:
+    trigger: Trigger
+    ledger: Ledger = field(default_factory=Ledger)
+    findings: dict[str, list[Finding]] = field(default_factory=dict)
+    upstream: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    ranked: list[tuple[Hypothesis, Score]] = field(default_factory=list)
+    walked: int = 0
+    day_profiled: set[str] = field(default_factory=set)  # nodes whose days are profiled
+    forensic_queries: int = 0
+    budget_note: str = ""
+    memory_used: bool = False
+
+    @property
+    def unhealthy(self) -> set[str]:
+        return {u for u, f in self.findings.items() if f}

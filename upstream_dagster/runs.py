@@ -1,0 +1,261 @@
+"""Running Upstream's jobs in this process, as the command line, the evaluation and the tests
+do: the Dagster instance in the state folder, one job at a time (never one job inside another's
+step), and the results read back as typed records.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+from dataclasses import dataclass
+from typing import Any
+
+import dagster as dg
+
+from upstream_dagster.conformance.plan import Plan
+from upstream_dagster.conformance.score import Dial
+from upstream_dagster.definitions import build
+from upstream_dagster.defs.remediation import DRIVER_TAG, INCIDENT_TAG
+from upstream_dagster.defs.resources import WRITEBACK_POOL
+from upstream_dagster.errors import UpstreamError
+from upstream_dagster.reliability.verdict import Verdict
+from upstream_dagster.settings import Settings
+
+DAGSTER_YAML = """\
+# Written by Upstream. The embedded default keeps run and event storage in this folder.
+telemetry:
+  enabled: false
+# One write-back at a time: coverage_writeback and incident_writeback run in the
+# `datahub_writeback` pool, and every pool defaults to one slot. (The batch claim in gate.sqlite
+# keeps each batch at most once.) docs/deploy/dagster.yaml is the production counterpart.
+concurrency:
+  pools:
+    default_limit: 1
+"""
+EPHEMERAL_ENV = "UPSTREAM_DAGSTER_EPHEMERAL"
+_ephemeral: dict[str, dg.DagsterInstance] = {}
+
+
+def dagster_instance(settings: Settings) -> dg.DagsterInstance:
+    if os.environ.get(EPHEMERAL_ENV) == "1":
+        # An evaluation case's throwaway copy of the estate: its runs live in memory (one
+        # instance per state folder, for the life of the process), not in a DAGSTER_HOME that
+        # is deleted with the copy. Saves the run storage's commits on every event.
+        key = str(settings.state_dir)
+        if key not in _ephemeral:
+            _ephemeral[key] = dg.DagsterInstance.ephemeral()
+        return _ephemeral[key]
+    home = settings.dagster_home
+    home.mkdir(parents=True, exist_ok=True)
+    config = home / "dagster.yaml"
+    if not config.exists():
+        config.write_text(DAGSTER_YAML)
+    os.environ["DAGSTER_HOME"] = str(home)
+    instance = dg.DagsterInstance.get()
+    storage = instance.event_log_storage
+    # Create the write-back pool up front: two write-backs starting together on a pool that
+    # does not exist yet race to create it, and one of them fails.
+    if storage.supports_global_concurrency_limits and (
+        WRITEBACK_POOL not in storage.get_concurrency_keys()
+    ):
+        storage.set_concurrency_slots(WRITEBACK_POOL, 1)
+    return instance
+
+
+def failure_message(result: dg.ExecuteInProcessResult) -> str:
+    """The first failed check's reason, else the first step failure's own message."""
+    for check in result.get_asset_check_evaluations():
+        if not check.passed and check.description:
+            return f"check {check.check_name} failed: {check.description}"
+    for event in result.all_events:
+        if event.is_step_failure and event.step_failure_data is not None:
+            error = event.step_failure_data.error
+            while (
+                error is not None
+                and error.cause is not None
+                and (
+                    "Error occurred while executing" in error.message
+                    or error.cls_name in ("DagsterExecutionStepExecutionError",)
+                )
+            ):
+                error = error.cause
+            if error is not None:
+                return f"step {event.step_key} failed: {error.message.strip()}"
+    return "the run failed; open the Dagster UI (`make ui`) to read its log"
+
+
+def run_job(
+    settings: Settings,
+    job_name: str,
+    run_config: dict[str, Any] | None = None,
+    tags: dict[str, str] | None = None,
+    selection: list[dg.AssetKey] | None = None,
+    partition: str | None = None,
+) -> dg.ExecuteInProcessResult:
+    """One job, in this process, on the state folder's instance; a failed run raises
+    `UpstreamError` naming what failed."""
+    instance = dagster_instance(settings)
+    job = build(settings).resolve_job_def(job_name)
+    # The command line shows warnings only; the full log is in the Dagster UI for every run.
+    config = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}, **(run_config or {})}
+    # dagster-dbt echoes every dbt log line to stdout; a command prints its own summary, and
+    # the full log stays in the run's event log (the Dagster UI).
+    with contextlib.redirect_stdout(io.StringIO()):
+        result = job.execute_in_process(
+            instance=instance,
+            raise_on_error=False,
+            run_config=config,
+            tags=tags,
+            asset_selection=selection,
+            partition_key=partition,
+        )
+    if not result.success:
+        raise UpstreamError(
+            f"the Dagster job {job_name} failed ({failure_message(result)})",
+            "read the message above; the run's full log is in the Dagster UI "
+            f"(`make ui`), run id {result.run_id}",
+        )
+    return result
+
+
+def metadata(result: dg.ExecuteInProcessResult, node: str) -> dict[str, Any]:
+    """A node's materialization metadata in a run, as plain values."""
+    found = result.asset_materializations_for_node(node)
+    return {k: v.value for k, v in found[0].metadata.items()} if found else {}
+
+
+@dataclass(frozen=True)
+class Scored:
+    run_id: str
+    dial: Dial
+    batch: Plan
+
+
+def score(settings: Settings) -> Scored:
+    """The score job: the dial and the batch it planned."""
+    result = run_job(settings, "score")
+    return Scored(
+        result.run_id, result.output_for_node("conformance"), result.output_for_node("proposals")
+    )
+
+
+@dataclass(frozen=True)
+class Investigated:
+    run_id: str
+    verdict: Verdict
+    incident: str  # the incident's URN in DataHub
+
+
+def investigate(settings: Settings, key: str) -> Investigated:
+    """The reliability job for one incident partition (added if new)."""
+    dagster_instance(settings).add_dynamic_partitions("incidents", [key])
+    result = run_job(settings, "reliability", partition=key)
+    meta = metadata(result, "incident_verdict")
+    return Investigated(
+        result.run_id, result.output_for_node("incident_verdict"), str(meta["incident"])
+    )
+
+
+@dataclass(frozen=True)
+class IncidentFixed:
+    applied: str  # what changed in the deployed project
+    rebuilt: bool
+    resolved: bool
+    check_after_fix: str
+    writes: int
+    result: str = ""  # set when the policy applied nothing (dry-run)
+    runs: tuple[str, ...] = ()  # the fix's, the rebuild's and the resolution's run ids
+
+
+def approve_incident(settings: Settings, key: str, digest: str, reviewer: str) -> IncidentFixed:
+    """An incident's fix, approved: the fix, the rebuild, the resolution, each a run of its own
+    (the sensors that chain them in the UI leave a chain tagged as driven from here alone)."""
+    tags = {DRIVER_TAG: "cli"}
+    config = {"ops": {"incident_fix": {"config": {"verdict_digest": digest, "reviewer": reviewer}}}}
+    applied = run_job(settings, "incident_writeback_job", config, tags=tags, partition=key)
+    fix = metadata(applied, "incident_fix")
+    if "result" in fix:
+        return IncidentFixed("nothing", False, False, "", 0, str(fix["result"]), (applied.run_id,))
+    ran = [applied.run_id]
+    if fix["rebuild"]:
+        ran.append(run_job(settings, "estate_refresh", tags={**tags, INCIDENT_TAG: key}).run_id)
+    resolution = run_job(settings, "incident_resolution_job", tags=tags, partition=key)
+    done = metadata(resolution, "incident_resolution")
+    return IncidentFixed(
+        str(fix["applied"]),
+        bool(fix["rebuild"]),
+        bool(done["resolved"]),
+        str(done["check_after_fix"]),
+        int(done["writes"]),
+        runs=(*ran, resolution.run_id),
+    )
+
+
+@dataclass(frozen=True)
+class BatchWritten:
+    digest: str
+    policy: str
+    written: int
+    failed: int
+    projected_percent: float
+    result: str = ""  # set when the policy wrote nothing (dry-run), and why
+
+
+def approve_batch(
+    settings: Settings,
+    digest: str,
+    approve: list[str],
+    reviewer: str,
+    reject: list[str] | None = None,
+    reason: str = "",
+) -> BatchWritten:
+    """The coverage write-back job for one batch, as a reviewer approved it."""
+    config = {
+        "batch_digest": digest,
+        "approve": approve,
+        "reviewer": reviewer,
+        "reject": list(reject or []),
+        "reject_reason": reason,
+    }
+    run_config = {"ops": {"coverage_writeback": {"config": config}}}
+    meta = metadata(run_job(settings, "coverage_writeback_job", run_config), "coverage_writeback")
+    if "result" in meta:
+        return BatchWritten(digest, str(meta["policy"]), 0, 0, 0.0, str(meta["result"]))
+    return BatchWritten(
+        digest,
+        str(meta["policy"]),
+        int(meta["written"]),
+        int(meta["failed"]),
+        float(meta["projected_percent"]),
+    )
+
+
+@dataclass(frozen=True)
+class Verified:
+    measured: float
+    projected: float
+
+    @property
+    def equal(self) -> bool:
+        return self.measured == self.projected
+
+
+def verify(settings: Settings) -> Verified:
+    result = run_job(settings, "coverage_verify_job")
+    (check,) = result.get_asset_check_evaluations()
+    meta = {k: v.value for k, v in check.metadata.items()}
+    return Verified(float(str(meta["measured"])), float(str(meta["projected"])))
+
+
+@dataclass(frozen=True)
+class Reset:
+    restored: int
+    batches: str
+
+
+def reset(settings: Settings, batch: str = "all") -> Reset:
+    """Undo: every aspect the write-backs wrote back to its pre-image."""
+    config = {"ops": {"coverage_reset": {"config": {"batch_digest": batch, "confirm": True}}}}
+    meta = metadata(run_job(settings, "coverage_reset_job", config), "coverage_reset")
+    return Reset(int(meta["aspects_restored"]), str(meta["batches"]))

@@ -1,0 +1,184 @@
+"""The coverage controller's steps: plan a batch, write an approved one, verify, undo.
+
+Each step takes the graph it reads or writes and returns a typed result; none imports Dagster.
+The gate itself is `upstream_dagster.gate.decide`; the batch claim is `state.claims`.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from upstream_dagster import gate
+from upstream_dagster.conformance.context import MetadataContext
+from upstream_dagster.conformance.plan import Plan, plan, simulate
+from upstream_dagster.conformance.proposals import Proposal
+from upstream_dagster.datahub import changes
+from upstream_dagster.datahub.model import PreImage, Receipt
+from upstream_dagster.datahub.protocol import MetadataGraph
+from upstream_dagster.datahub.readpath import read_context
+from upstream_dagster.errors import UpstreamError
+from upstream_dagster.narrator import Narrator
+from upstream_dagster.services.scoring import dial_of
+from upstream_dagster.spec.models import EstateSpec
+from upstream_dagster.spec.urns import short
+
+
+def git_authors(source: Path) -> dict[str, str]:
+    """dbt model file (relative to the dbt project, as DataHub records it) -> the author with
+    the most commits to it, when the tracked dbt project is in a git repository; else empty."""
+    top = subprocess.run(
+        ["git", "-C", str(source), "rev-parse", "--show-toplevel"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if top.returncode != 0:
+        return {}
+    prefix = source.resolve().relative_to(Path(top.stdout.strip()).resolve()).as_posix()
+    log = subprocess.run(
+        ["git", "-C", str(source), "log", "--format=@%ae", "--name-only", "--", "."],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    counts: dict[str, Counter[str]] = {}
+    author = ""
+    for line in log.stdout.splitlines():
+        if line.startswith("@"):
+            author = line[1:].split("@", 1)[0].split("+")[-1]
+        elif line.endswith(".sql") and author:
+            path = line.removeprefix(f"{prefix}/") if prefix != "." else line
+            counts.setdefault(path, Counter())[author] += 1
+    return {path: min(c, key=lambda a: (-c[a], a)) for path, c in counts.items()}
+
+
+@dataclass(frozen=True)
+class Narration:
+    """Whether the narrator wrote prose, how many model calls it made, and why it fell back."""
+
+    on: bool
+    model_calls: int = 0
+    fell_back: tuple[str, ...] = ()
+
+
+def narrate(batch: Plan, spec: EstateSpec, client: object = None) -> tuple[Plan, Narration]:
+    """Prose for description proposals when a model key is set; the digest is unchanged."""
+    narrator = Narrator(spec.policies.reliability.budgets.model_calls, client)
+    if not narrator.enabled:
+        return batch, Narration(False)
+    proposals = []
+    for p in batch.proposals:
+        if p.change.kind == "set_description":
+            prose = narrator.describe(short(p.asset), p.change.values[0], p.evidence)
+            p = replace(p, prose=prose) if prose else p
+        proposals.append(p)
+    narration = Narration(True, narrator.used, tuple(narrator.skipped))
+    return replace(batch, proposals=tuple(proposals)), narration
+
+
+def replan(
+    ctx: MetadataContext, spec: EstateSpec, rejected: frozenset[str], authors: dict[str, str]
+) -> Plan:
+    return plan(ctx, spec, ctx.as_of_ms, rejected, authors)
+
+
+def current_plan(
+    graph: MetadataGraph,
+    spec: EstateSpec,
+    as_of_ms: int,
+    rejected: frozenset[str],
+    authors: dict[str, str],
+) -> tuple[MetadataContext, Plan]:
+    """DataHub read afresh, at the batch's own instant (only graph changes matter), and planned
+    again: the digest is the same exactly when nothing the batch depends on changed."""
+    ctx = read_context(graph, as_of_ms)
+    return ctx, replan(ctx, spec, rejected, authors)
+
+
+def select(batch: Plan, approve: Sequence[str], reject: Sequence[str]) -> tuple[Proposal, ...]:
+    """The proposals a reviewer chose: ``[all]`` or ids, less the ids they rejected."""
+    if list(approve) == ["all"]:
+        chosen = batch.proposals
+    else:
+        known = {p.id: p for p in batch.proposals}
+        unknown = [i for i in approve if i not in known]
+        if unknown:
+            raise UpstreamError(
+                f"unknown proposal ids {unknown}",
+                f"approve ids of the batch shown: {', '.join(known) or 'it holds none'}",
+            )
+        chosen = tuple(known[i] for i in approve)
+    return tuple(p for p in chosen if p.id not in set(reject))
+
+
+def subject(batch: Plan, current_digest: str, chosen: tuple[Proposal, ...]) -> gate.Subject:
+    return gate.Subject(
+        "batch", batch.digest, current_digest, tuple((p.id, p.risk) for p in chosen)
+    )
+
+
+def projected_percent(
+    spec: EstateSpec, ctx: MetadataContext, batch: Plan, chosen: tuple[Proposal, ...]
+) -> float:
+    """The selection's own price: conformance is not additive, so simulate this exact set
+    over the context the write-back just read (no second DataHub read)."""
+    if chosen == batch.proposals:
+        return batch.projected.overall.percent
+    return simulate(ctx, spec, chosen, batch.base.as_of_ms).overall.percent
+
+
+@dataclass(frozen=True)
+class BatchWrite:
+    """What a write-back wrote: a receipt per write, and the pre-image of each write that
+    landed (undo restores them, newest first)."""
+
+    receipts: tuple[tuple[str, Receipt], ...]  # (proposal id, receipt)
+    pre_images: tuple[PreImage, ...]
+
+    @property
+    def failed(self) -> tuple[tuple[str, Receipt], ...]:
+        return tuple((pid, r) for pid, r in self.receipts if not r.written)
+
+    @property
+    def written(self) -> int:
+        return len(self.receipts) - len(self.failed)
+
+
+def write_batch(graph: MetadataGraph, chosen: tuple[Proposal, ...]) -> BatchWrite:
+    """Each chosen proposal through its change writer; a failing write is a receipt, not an
+    exception, and everything that landed keeps its pre-image."""
+    receipts: list[tuple[str, Receipt]] = []
+    pre_images: list[PreImage] = []
+    for p in chosen:
+        for receipt, pre in changes.apply(graph, p.asset, p.effective_change()):
+            receipts.append((p.id, receipt))
+            if receipt.written:
+                pre_images.append(pre)
+    return BatchWrite(tuple(receipts), tuple(pre_images))
+
+
+def measured_percent(graph: MetadataGraph, spec: EstateSpec, as_of_ms: int) -> float:
+    """The dial as DataHub reads now, at the batch's instant: what verify compares."""
+    ctx = read_context(graph, as_of_ms)
+    return dial_of(graph, spec, ctx).overall.percent
+
+
+@dataclass(frozen=True)
+class Restored:
+    batch: str
+    receipt: Receipt
+
+
+def restore_all(
+    graph: MetadataGraph, batches: Sequence[tuple[str, Sequence[PreImage]]]
+) -> list[Restored]:
+    """Undo: each batch (newest first) restored write by write, in reverse order."""
+    out = []
+    for digest, pre_images in batches:
+        for pre in reversed(pre_images):
+            out.append(Restored(digest, changes.restore(graph, pre)))
+    return out

@@ -1,0 +1,212 @@
+"""What Upstream observes in the warehouse and reports into DataHub: each estate.yaml monitor
+measured on the relations it selects (an assertion with a run event), every relation's profile
+(rows, NULL share and mean per column), and the guards incidents left at ingestion boundaries.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from upstream_dagster import clock
+from upstream_dagster.datahub.protocol import MetadataGraph
+from upstream_dagster.datahub.signals import (
+    MonitorReport,
+    guard_assertions,
+    monitor_assertion_urn,
+    report_monitor,
+    report_profile,
+    report_run,
+)
+from upstream_dagster.reliability.rules import Judgement, Observation, judge
+from upstream_dagster.spec.models import EstateSpec, Monitor, Selector
+from upstream_dagster.spec.urns import dbt_urn, name_matches, relation_of, to_urn
+from upstream_dagster.warehouse import duckdb_warehouse as wh
+from upstream_dagster.warehouse.duckdb_warehouse import Columns, Warehouse
+
+# dbt meta keys that DataHub's dbt source maps onto aspects (see datahub/ingest.py).
+_META = {"owners": "owner", "domains": "domain", "terms": "terms", "tags": "tier"}
+
+
+@dataclass(frozen=True)
+class Node:
+    """A dbt model or source: its DataHub URN, its warehouse relation and its dbt meta."""
+
+    unique_id: str
+    urn: str
+    table: str  # schema.table in the warehouse
+    meta: tuple[tuple[str, str], ...]
+
+
+def manifest_nodes(manifest: dict[str, Any]) -> list[Node]:
+    out = []
+    for props in [*manifest["nodes"].values(), *manifest["sources"].values()]:
+        if props["resource_type"] not in ("model", "source"):
+            continue
+        name = props.get("alias") or props.get("identifier") or props["name"]
+        meta = {**(props.get("meta") or {}), **((props.get("config") or {}).get("meta") or {})}
+        out.append(
+            Node(
+                unique_id=str(props["unique_id"]),
+                urn=dbt_urn(props["database"], props["schema"], name),
+                table=f"{props['schema']}.{name}".lower(),
+                meta=tuple(sorted((str(k), str(v)) for k, v in meta.items())),
+            )
+        )
+    return sorted(out, key=lambda n: n.urn)
+
+
+def _selects(sel: Selector, node: Node) -> bool:
+    """A selector over what DataHub will hold for this node once the dbt source ingests it."""
+    meta = dict(node.meta)
+    checks = [not sel.names or any(name_matches(node.urn, n) for n in sel.names)]
+    checks.append(not sel.platforms or "dbt" in sel.platforms)
+    checks.append(not sel.urns or node.urn in sel.urns)
+    for kind, key in _META.items():
+        wanted = getattr(sel, kind)
+        if wanted:
+            have = {to_urn(kind, v.strip().lstrip("@")) for v in meta.get(key, "").split(",") if v}
+            checks.append(bool(have & {to_urn(kind, w) for w in wanted}))
+    return all(checks)
+
+
+def monitored(spec: EstateSpec, nodes: Sequence[Node]) -> list[tuple[Monitor, Node]]:
+    return [(m, n) for m in spec.monitors for n in nodes if any(_selects(s, n) for s in m.match)]
+
+
+def measure(
+    con: Any, cols: Columns, monitor: Monitor, table: str, column: str | None, prev: float | None
+) -> Observation:
+    """One monitor measurement of ``table`` (and ``column``) against its baseline."""
+    names = {c.lower(): c for c, _ in cols}
+    if column and column.lower() not in names:
+        return Observation(None, missing=f"column {column} is missing from {table}")
+    col = names.get((column or "").lower(), "")
+    if monitor.rule == "null_rate_jump":
+        return Observation(wh.null_share(con, table, col), prev)
+    day_col = wh.date_column(cols, monitor.date_column)
+    if day_col is None:
+        if monitor.rule == "volume":
+            return Observation(float(wh.row_count(con, table)), prev)
+        return Observation(None, missing=f"{table} has no DATE or TIMESTAMP column")
+    last = (clock.now() - timedelta(days=1)).date()  # the last complete day
+    expr = "count(*)" if monitor.rule == "volume" else f'sum("{col}")'
+    series = wh.daily(con, table, day_col, expr, last, monitor.window_days)
+    trailing = [v for d, v in series.items() if d < last]
+    base = sum(trailing) / monitor.window_days if trailing else None
+    return Observation(series.get(last, 0.0), base)
+
+
+def measure_urn(
+    con: Any, monitor: Monitor, urn: str, column: str | None, prev: float | None
+) -> Observation:
+    """One monitor measurement of the relation behind a dataset URN (a sandbox re-check)."""
+    table = relation_of(urn)
+    return measure(con, wh.relations(con).get(table, []), monitor, table, column, prev)
+
+
+@dataclass(frozen=True)
+class MonitorOutcome:
+    monitor: Monitor
+    node: Node
+    verdicts: tuple[tuple[str | None, Judgement], ...]  # (column or None, judgement)
+
+    @property
+    def failed(self) -> list[str]:
+        return [f"{c or 'rows'}: {v.message}" for c, v in self.verdicts if not v.passed]
+
+
+def run_monitors(
+    graph: MetadataGraph, warehouse: Warehouse, pairs: Sequence[tuple[Monitor, Node]], run_id: str
+) -> list[MonitorOutcome]:
+    """Each (monitor, node) measured and reported into DataHub, one run event per column."""
+    at = clock.observed_ms()
+    out = []
+    with warehouse.connect() as con:
+        tables = wh.relations(con)
+        for m, node in pairs:
+            cols = tables.get(node.table, [])
+            verdicts: list[tuple[str | None, Judgement]] = []
+            runs = graph.assertion_runs([node.urn])  # one read for every column
+            columns: list[str | None] = [*m.columns] or [None]
+            for column in columns:
+                urn = monitor_assertion_urn(m.name, node.urn, column)
+                prev = next(
+                    (dict(r.native).get("observed") for r in runs if r.assertion_urn == urn), None
+                )
+                obs = measure(con, cols, m, node.table, column, float(prev) if prev else None)
+                verdict = judge(m.rule, obs, m.threshold)
+                report_monitor(
+                    graph,
+                    MonitorReport(
+                        m.name,
+                        m.rule,
+                        node.urn,
+                        column,
+                        verdict.passed,
+                        verdict.message,
+                        obs.observed,
+                        obs.baseline,
+                        m.threshold,
+                        at,
+                        run_id,
+                    ),
+                )
+                verdicts.append((column, verdict))
+            out.append(MonitorOutcome(m, node, tuple(verdicts)))
+    return out
+
+
+@dataclass(frozen=True)
+class Profiled:
+    profiled: int
+    missing: tuple[str, ...]  # relations the warehouse does not hold
+    guards: tuple[tuple[str, bool], ...]  # (guard assertion, passed)
+
+
+def profile_all(
+    graph: MetadataGraph, warehouse: Warehouse, nodes: Sequence[Node], run_id: str
+) -> Profiled:
+    """Every relation's profile into DataHub (the whole table, and its last complete day on
+    its own: a level shift in recent days hides in a whole-table profile), then the guards."""
+    at = clock.observed_ms()
+    written, missing = 0, []
+    with warehouse.connect() as con:
+        tables = wh.relations(con)
+        for node in nodes:
+            if node.table not in tables:
+                missing.append(node.table)
+                continue
+            cols = tables[node.table]
+            prof = wh.profile(con, node.table, cols, at)
+            written += report_profile(graph, node.urn, prof).written
+            day_col = wh.date_column(cols)
+            if day_col:
+                last = (clock.now() - timedelta(days=1)).date()
+                prof = wh.profile(con, node.table, cols, at, (day_col, last))
+                report_profile(graph, node.urn, prof)
+    guards = run_guards(graph, warehouse, at, run_id)
+    return Profiled(written, tuple(missing), tuple(guards))
+
+
+def run_guards(
+    graph: MetadataGraph, warehouse: Warehouse, at: int, run_id: str
+) -> list[tuple[str, bool]]:
+    """Evaluate the guard assertions incidents left at ingestion boundaries (schema contract:
+    the column exists; not_null: it holds no NULL) and report each into DataHub."""
+    out = []
+    with warehouse.connect() as con:
+        tables = wh.relations(con)
+        for urn, dataset, rule, column in guard_assertions(graph):
+            cols = {c.lower() for c, _ in tables.get(relation_of(dataset), [])}
+            present = column.lower() in cols
+            if rule == "schema_contract" or not present:
+                ok, message = present, f"column {column} {'present' if present else 'missing'}"
+            else:
+                share = wh.null_share(con, relation_of(dataset), column)
+                ok, message = share == 0, f"{column} is {share:.0%} NULL"
+            report_run(graph, urn, dataset, ok, {"message": message}, at, run_id)
+            out.append((urn, ok))
+    return out

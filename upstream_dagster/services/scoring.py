@@ -1,0 +1,28 @@
+"""The dial: estate.yaml scored against what DataHub holds.
+
+Tier selectors resolve through DataHub search on every run (`datahub.tier_search`); the score
+itself is the pure core's (`conformance.score`)."""
+
+from __future__ import annotations
+
+from upstream_dagster.conformance.context import MetadataContext
+from upstream_dagster.conformance.risk import Violation, rank_violations
+from upstream_dagster.conformance.score import Dial, score
+from upstream_dagster.datahub.protocol import MetadataGraph
+from upstream_dagster.datahub.readpath import read_context
+from upstream_dagster.datahub.tier_search import resolve_scope
+from upstream_dagster.spec.models import EstateSpec
+
+
+def dial_of(graph: MetadataGraph, spec: EstateSpec, ctx: MetadataContext) -> Dial:
+    """Score ``ctx`` with tiers resolved by DataHub search on ``graph``."""
+    return score(ctx, spec, resolve_scope(graph, spec, ctx), ctx.as_of_ms)
+
+
+def read_and_score(graph: MetadataGraph, spec: EstateSpec, as_of_ms: int) -> Dial:
+    return dial_of(graph, spec, read_context(graph, as_of_ms))
+
+
+def ranked(ctx: MetadataContext, spec: EstateSpec, dial: Dial) -> tuple[Violation, ...]:
+    """Every failing or unevaluable check, ranked by risk."""
+    return tuple(rank_violations(ctx, spec, dial.results, dial.as_of_ms))

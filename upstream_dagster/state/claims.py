@@ -1,0 +1,97 @@
+"""The one local record besides Dagster's event log: the atomic claim that makes a batch's
+write-back happen at most once, and the rejections reviewers recorded.
+
+A SQLite table in the state folder (``gate.sqlite``). The claim is an INSERT on a primary key,
+taken before the first write: of two launches at once, in threads or processes, exactly one
+succeeds; the other is refused and told which run wrote the batch.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from upstream_dagster.errors import UpstreamError
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS claims (batch_digest TEXT PRIMARY KEY, run_id TEXT NOT NULL,
+                                   reviewer TEXT NOT NULL, claimed_at INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS rejections (proposal_id TEXT NOT NULL, batch_digest TEXT NOT NULL,
+                                       reviewer TEXT NOT NULL, reason TEXT NOT NULL,
+                                       PRIMARY KEY (proposal_id));
+"""
+
+
+class BatchRefused(UpstreamError):
+    pass
+
+
+def _wal(con: sqlite3.Connection) -> None:
+    """Switch a new gate file to WAL. The switch needs an exclusive lock and SQLite answers
+    "database is locked" at once instead of waiting when another process holds it, so several
+    first claims at the same moment retry; once the file is WAL it stays WAL."""
+    for attempt in range(100):
+        if con.execute("PRAGMA journal_mode").fetchone()[0] == "wal":
+            return
+        try:
+            con.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError:
+            if attempt == 99:
+                raise
+            time.sleep(0.05)
+
+
+@contextmanager
+def _db(state_dir: Path) -> Iterator[sqlite3.Connection]:
+    state_dir.mkdir(parents=True, exist_ok=True)
+    con = sqlite3.connect(str(state_dir / "gate.sqlite"), timeout=30, isolation_level=None)
+    try:
+        _wal(con)
+        con.executescript(SCHEMA)
+        yield con
+    finally:
+        con.close()
+
+
+def claim(state_dir: Path, digest: str, run_id: str, reviewer: str) -> None:
+    with _db(state_dir) as con:
+        try:
+            con.execute(
+                "INSERT INTO claims VALUES (?, ?, ?, ?)",
+                [digest, run_id, reviewer, int(time.time())],
+            )
+        except sqlite3.IntegrityError:
+            (other, who) = con.execute(
+                "SELECT run_id, reviewer FROM claims WHERE batch_digest = ?", [digest]
+            ).fetchone()
+            raise BatchRefused(
+                f"batch {digest} was already written by run {other} (approved by {who})",
+                "re-run the score job to plan a new batch; a batch is written at most once",
+            ) from None
+
+
+def claimed_by(state_dir: Path, digest: str) -> str | None:
+    with _db(state_dir) as con:
+        row = con.execute("SELECT run_id FROM claims WHERE batch_digest = ?", [digest]).fetchone()
+    return str(row[0]) if row else None
+
+
+def reject(
+    state_dir: Path, proposal_ids: list[str], digest: str, reviewer: str, reason: str
+) -> None:
+    with _db(state_dir) as con:
+        con.executemany(
+            "INSERT OR REPLACE INTO rejections VALUES (?, ?, ?, ?)",
+            [(pid, digest, reviewer, reason) for pid in proposal_ids],
+        )
+
+
+def rejected(state_dir: Path) -> frozenset[str]:
+    """Proposal ids a reviewer rejected. An id is a hash of the asset, requirement and value, so
+    a proposal whose inputs changed gets a new id and is proposed again."""
+    with _db(state_dir) as con:
+        return frozenset(r[0] for r in con.execute("SELECT proposal_id FROM rejections"))

@@ -1,0 +1,136 @@
+"""The deployed dbt project: a copy of the tracked project in the state folder.
+
+Dagster builds the copy; remediation later patches the copy. The tracked ``dbt_demo/`` only
+changes by commit. The manifest is prepared here, before the code location loads, because
+dagster-dbt needs it to define the assets.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from upstream_dagster.errors import BuildFailed
+from upstream_dagster.settings import Settings
+
+IGNORED = shutil.ignore_patterns("target", "logs", "dbt_packages", ".user.yml", "__pycache__")
+
+
+def dbt_executable() -> str:
+    # The dbt next to this interpreter, so a venv works without being activated.
+    beside = Path(sys.executable).with_name("dbt")
+    return str(beside) if beside.exists() else (shutil.which("dbt") or "dbt")
+
+
+@dataclass(frozen=True)
+class DbtProject:
+    """A tracked dbt project (``source``), its deployed copy (``project_dir``) and the
+    warehouse file its profile writes to."""
+
+    source: Path
+    project_dir: Path
+    warehouse: Path
+
+    @classmethod
+    def of(cls, settings: Settings) -> DbtProject:
+        return cls(settings.dbt_source_dir, settings.dbt_project_dir, settings.warehouse)
+
+    @property
+    def manifest_path(self) -> Path:
+        return self.project_dir / "target" / "manifest.json"
+
+    def manifest(self) -> dict[str, Any]:
+        data: dict[str, Any] = json.loads(self.manifest_path.read_text())
+        return data
+
+    def env(self) -> dict[str, str]:
+        env = dict(os.environ)
+        env["UPSTREAM_WAREHOUSE"] = str(self.warehouse)
+        env["DBT_PROFILES_DIR"] = str(self.project_dir)
+        env["DBT_SEND_ANONYMOUS_USAGE_STATS"] = "false"
+        env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+        return env
+
+    def deploy(self, *, force: bool = False) -> Path:
+        """Copy the tracked dbt project into the state folder (again when ``force``)."""
+        if not (self.source / "dbt_project.yml").exists():
+            raise BuildFailed(
+                f"no dbt project at {self.source}",
+                "run from the project checkout or set UPSTREAM_DBT_SOURCE",
+            )
+        if force and self.project_dir.exists():
+            shutil.rmtree(self.project_dir)
+        if not self.project_dir.exists():
+            shutil.copytree(self.source, self.project_dir, ignore=IGNORED)
+        return self.project_dir
+
+    def run(self, *args: str) -> subprocess.CompletedProcess[str]:
+        cmd = [
+            dbt_executable(),
+            *args,
+            "--project-dir",
+            str(self.project_dir),
+            "--profiles-dir",
+            str(self.project_dir),
+        ]
+        return subprocess.run(
+            cmd, cwd=self.project_dir, env=self.env(), capture_output=True, text=True, check=False
+        )
+
+    def parse(self) -> Path:
+        """`dbt parse` the deployed copy so the code location can load its assets."""
+        done = self.run("parse", "--quiet")
+        if done.returncode != 0:
+            tail = (done.stdout + done.stderr).strip().splitlines()[-8:]
+            raise BuildFailed(
+                "dbt could not parse the deployed project:\n    " + "\n    ".join(tail),
+                f"fix the dbt project in {self.source} and run `make demo`",
+            )
+        return self.manifest_path
+
+    def stale(self) -> bool:
+        """Whether the manifest is missing or older than one of the project's files."""
+        if not self.manifest_path.exists():
+            return True
+        built = self.manifest_path.stat().st_mtime
+        sources = [
+            p
+            for pattern in ("*.sql", "*.yml")
+            for p in self.project_dir.rglob(pattern)
+            if "target" not in p.relative_to(self.project_dir).parts
+        ]
+        return any(p.stat().st_mtime > built for p in sources)
+
+    def ensure_ready(self) -> Path:
+        """Deploy, and parse when the manifest is missing or older than the project's files.
+
+        The code location calls this on every load, so an edit to the deployed project (a patch
+        from remediation, a new model) is picked up by the next run.
+        """
+        self.deploy()
+        if self.stale():
+            self.parse()
+        return self.manifest_path
+
+    def results(self) -> dict[str, str]:
+        """unique id -> status of the last dbt command's run_results.json."""
+        path = self.project_dir / "target" / "run_results.json"
+        if not path.exists():
+            return {}
+        return {r["unique_id"]: r["status"] for r in json.loads(path.read_text())["results"]}
+
+    def node_of(self, relation: str) -> dict[str, Any] | None:
+        """The dbt model or source whose relation is ``schema.table``."""
+        manifest = self.manifest()
+        for props in [*manifest["nodes"].values(), *manifest["sources"].values()]:
+            if props["resource_type"] in ("model", "source"):
+                name = props.get("alias") or props.get("identifier") or props["name"]
+                if f"{props['schema']}.{name}".lower() == relation:
+                    return dict(props)
+        return None

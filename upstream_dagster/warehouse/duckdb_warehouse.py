@@ -1,0 +1,194 @@
+"""The DuckDB warehouse: profiles, monitor measurements, guarded forensics.
+
+Read paths open the file read-only with external access disabled (a read-only DuckDB
+connection alone still lets ``read_csv`` read any file). Relations are named ``schema.table``.
+`Warehouse` is what the services are handed (the `warehouse` Dagster resource builds one): the
+engine behind it is configuration.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass
+from datetime import date, timedelta
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from upstream_dagster.errors import UpstreamError
+from upstream_dagster.reliability.sqlguard import guard
+
+NUMERIC = ("DECIMAL", "INTEGER", "BIGINT", "HUGEINT", "DOUBLE", "FLOAT", "SMALLINT", "TINYINT")
+TEMPORAL = ("DATE", "TIMESTAMP")
+Columns = list[tuple[str, str]]
+
+
+def quote(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def rel(table: str) -> str:
+    return ".".join(quote(p) for p in table.split("."))
+
+
+@contextmanager
+def connect(path: Path, *, read_only: bool = True) -> Iterator[duckdb.DuckDBPyConnection]:
+    if not path.exists():
+        raise UpstreamError(f"the warehouse {path} does not exist", "run `make demo` first")
+    config: dict[str, str | bool | int | float | list[str]] = (
+        {"enable_external_access": False} if read_only else {}
+    )
+    try:
+        con = duckdb.connect(str(path), read_only=read_only, config=config)
+    except duckdb.IOException as exc:
+        raise UpstreamError(
+            f"cannot open the warehouse {path}: {exc}",
+            "another process holds it for writing; wait for the running build to finish",
+        ) from exc
+    try:
+        yield con
+    finally:
+        con.close()
+
+
+def relations(con: duckdb.DuckDBPyConnection) -> dict[str, Columns]:
+    rows = con.execute(
+        "SELECT lower(table_schema || '.' || table_name), column_name, data_type "
+        "FROM information_schema.columns ORDER BY table_schema, table_name, ordinal_position"
+    ).fetchall()
+    out: dict[str, Columns] = {}
+    for table, column, kind in rows:
+        out.setdefault(table, []).append((column, kind))
+    return out
+
+
+def is_numeric(kind: str) -> bool:
+    return kind.upper().startswith(NUMERIC)
+
+
+def date_column(cols: Columns, preferred: str | None = None) -> str | None:
+    """The column days are read from: ``preferred`` if present, else the first DATE/TIMESTAMP."""
+    names = {c.lower(): c for c, _ in cols}
+    if preferred:
+        return names.get(preferred.lower())
+    return next((c for c, k in cols if k.upper().startswith(TEMPORAL)), None)
+
+
+def _scalar(value: Any) -> float | None:
+    return None if value is None else float(value)
+
+
+# -- profiles --------------------------------------------------------------------------------
+def profile(
+    con: duckdb.DuckDBPyConnection,
+    table: str,
+    cols: Columns,
+    at_ms: int,
+    day: tuple[str, date] | None = None,
+) -> dict[str, Any]:
+    """A DataHub ``datasetProfile``: rows, and per column NULLs, mean (numbers), min/max.
+
+    With ``day`` (a date column and a date), the profile of that day's partition only."""
+    parts = ["count(*)"]
+    for name, kind in cols:
+        q = quote(name)
+        parts.append(f"count({q})")
+        if is_numeric(kind):
+            parts += [f"avg({q})::DOUBLE", f"min({q})::VARCHAR", f"max({q})::VARCHAR"]
+        elif kind.upper().startswith(TEMPORAL):
+            parts += ["NULL", f"min({q})::VARCHAR", f"max({q})::VARCHAR"]
+        else:
+            parts += ["NULL", "NULL", "NULL"]
+    where, params = "", []
+    if day is not None:
+        where, params = f" WHERE CAST({quote(day[0])} AS DATE) = ?", [day[1]]
+    row = con.execute(f"SELECT {', '.join(parts)} FROM {rel(table)}{where}", params).fetchone()
+    row = row or ()
+    rows = int(row[0])
+    fields = []
+    for i, (name, _) in enumerate(cols):
+        present, mean, low, high = row[1 + 4 * i : 5 + 4 * i]
+        field: dict[str, Any] = {
+            "fieldPath": name,
+            "nullCount": rows - int(present),
+            "nullProportion": (rows - int(present)) / rows if rows else 0.0,
+        }
+        if mean is not None:
+            field["mean"] = f"{mean:.6g}"
+        if low is not None:
+            field["min"], field["max"] = str(low), str(high)
+        fields.append(field)
+    out: dict[str, Any] = {
+        "timestampMillis": at_ms,
+        "rowCount": rows,
+        "columnCount": len(cols),
+        "fieldProfiles": fields,
+    }
+    if day is not None:
+        out["partitionSpec"] = {"type": "PARTITION", "partition": f"{day[0]}={day[1]}"}
+    return out
+
+
+# -- monitor measurements ---------------------------------------------------------------------
+def daily(
+    con: duckdb.DuckDBPyConnection, table: str, day_col: str, expr: str, last: date, days: int
+) -> dict[date, float]:
+    """``expr`` per day over ``days`` days ending at ``last`` (days with no rows are absent)."""
+    first = last - timedelta(days=days)
+    rows = con.execute(
+        f"SELECT CAST({quote(day_col)} AS DATE) AS d, {expr} FROM {rel(table)} "
+        f"WHERE CAST({quote(day_col)} AS DATE) BETWEEN ? AND ? GROUP BY d",
+        [first, last],
+    ).fetchall()
+    return {d: float(v or 0) for d, v in rows}
+
+
+def null_share(con: duckdb.DuckDBPyConnection, table: str, column: str) -> float:
+    total, nulls = con.execute(
+        f"SELECT count(*), count(*) - count({quote(column)}) FROM {rel(table)}"
+    ).fetchone() or (0, 0)
+    return float(nulls) / total if total else 0.0
+
+
+def row_count(con: duckdb.DuckDBPyConnection, table: str) -> int:
+    return int((con.execute(f"SELECT count(*) FROM {rel(table)}").fetchone() or (0,))[0])
+
+
+# -- forensics ----------------------------------------------------------------------------------
+def forensic(
+    path: Path, sql: str, allowed: set[str]
+) -> tuple[str | None, list[tuple[Any, ...]], str]:
+    """(statement run or None, rows, refusal or error). Never raises on a bad query."""
+    checked = guard(sql, allowed)
+    if checked.refused or checked.sql is None:
+        return None, [], checked.reason
+    if not path.exists():  # an estate DataHub knows but this warehouse does not hold
+        return None, [], f"no warehouse at {path}: the query was not run"
+    with connect(path, read_only=True) as con:
+        try:
+            return checked.sql, con.execute(checked.sql).fetchall(), ""
+        except duckdb.Error as exc:
+            return checked.sql, [], f"query failed: {str(exc).splitlines()[0]}"
+
+
+@dataclass(frozen=True)
+class Warehouse:
+    """One warehouse: where it is and the SQL dialect sqlglot reads its queries in."""
+
+    path: Path
+    dialect: str = "duckdb"
+
+    def exists(self) -> bool:
+        return self.path.exists()
+
+    def connect(
+        self, *, read_only: bool = True
+    ) -> AbstractContextManager[duckdb.DuckDBPyConnection]:
+        return connect(self.path, read_only=read_only)
+
+    def forensic(
+        self, sql: str, allowed: set[str]
+    ) -> tuple[str | None, list[tuple[Any, ...]], str]:
+        return forensic(self.path, sql, allowed)
