@@ -1,7 +1,13 @@
 """`upstream`: the command line. It drives the same Dagster definitions the UI shows; each
 module registers its commands on the one app."""
 
-from upstream_dagster.cli import coverage, estate, evaluate, incidents
-from upstream_dagster.cli.app import app
+import warnings
+
+# sqlglotrs arrives with a dependency and warns on its first import, which happens while the
+# commands load; nothing a user can act on, so it is silenced before anything imports sqlglot.
+warnings.filterwarnings("ignore", message=r"sqlglot\[rs\] is deprecated")
+
+from upstream_dagster.cli import coverage, estate, evaluate, incidents  # noqa: E402
+from upstream_dagster.cli.app import app  # noqa: E402
 
 __all__ = ["app", "coverage", "estate", "evaluate", "incidents"]

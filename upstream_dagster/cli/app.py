@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable
 from typing import NoReturn, TypeVar
 
@@ -13,9 +12,6 @@ from upstream_dagster import settings as settings_mod
 from upstream_dagster.datahub import Target, connected
 from upstream_dagster.datahub.summary import summarize
 from upstream_dagster.errors import UpstreamError
-
-# sqlglotrs arrives with a dependency and warns on import; nothing a user can act on.
-warnings.filterwarnings("ignore", message=r"sqlglot\[rs\] is deprecated")
 
 app = typer.Typer(
     help="Upstream: desired-state control plane for DataHub.",
