@@ -58,7 +58,7 @@ bench-scale: install
 
 ## Load DataHub's showcase-ecommerce datapack into the embedded DataHub.
 showcase: install
-	$(BIN)/upstream load-estate ../shared/estates/showcase-ecommerce
+	$(BIN)/upstream load-estate tests/estates/showcase-ecommerce
 
 ## Open the Dagster UI on the code location (state in .upstream/).
 ui: install

@@ -15,13 +15,14 @@ from upstream_dagster.datahub.lite import LiteGraph
 from upstream_dagster.datahub.readpath import read_context
 
 ROOT = Path(__file__).resolve().parent.parent
-SHOWCASE = ROOT.parent / "shared" / "estates" / "showcase-ecommerce"
+# DataHub's own sample estate, vendored unchanged (tests/estates/showcase-ecommerce/SOURCE.md)
+SHOWCASE = ROOT / "tests" / "estates" / "showcase-ecommerce"
 
 
 @pytest.fixture(scope="module")
 def showcase_state(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     if not SHOWCASE.exists():
-        pytest.fail(f"{SHOWCASE} is missing: the shared folder must sit beside the checkout")
+        pytest.fail(f"{SHOWCASE} is missing: restore it from git")
     state = tmp_path_factory.mktemp("showcase")
     done = subprocess.run(
         [sys.executable, "-m", "upstream_dagster.cli", "load-estate", str(SHOWCASE)],
