@@ -1,5 +1,6 @@
-"""The DataHub Actions-framework action: ``act()`` on recorded DataHub events (no Kafka or GMS
-runs here), and its launch against a real ``dagster-webserver`` on 127.0.0.1."""
+"""The DataHub Actions-framework action: ``act()`` on DataHub events modelled on DataHub's own
+source and tests (no Kafka or GMS runs here; tests/modelled/datahub_events.json cites the files),
+and its launch against a real ``dagster-webserver`` on 127.0.0.1."""
 
 from __future__ import annotations
 
@@ -11,18 +12,31 @@ from typing import Any
 import pytest
 
 from upstream_dagster import settings as settings_mod
-from upstream_dagster.datahub.action import Launch, UpstreamAction, launch_for
+from upstream_dagster.datahub.action import Launch, UpstreamAction, launch_for, run_stamp_from
 
 from .servers import free_port, serve
 
 ROOT = Path(__file__).resolve().parent.parent
-EVENTS = json.loads((ROOT / "tests" / "recorded" / "datahub_events.json").read_text())
+EVENTS = json.loads((ROOT / "tests" / "modelled" / "datahub_events.json").read_text())
+RUN_MS = 1795990600000  # the failing run's own timestampMillis (the sensor keys by it)
 
 
 def _envelope(name: str) -> Any:
     from datahub_actions.event.event_envelope import EventEnvelope
 
-    return EventEnvelope.from_json(json.dumps(EVENTS[name]))
+    return EventEnvelope.from_json(
+        json.dumps({k: v for k, v in EVENTS[name].items() if k != "_about"})
+    )
+
+
+def _run_events(query: str, variables: dict[str, Any]) -> dict[str, Any]:
+    """DataHub's answer to the run-events query (assertions.graphql AssertionRunEventsResult)
+    for the failing assertion: its run dbt-run-42 at RUN_MS."""
+    (urn,) = variables["urns"]
+    event = {"timestampMillis": RUN_MS, "runId": "dbt-run-42", "assertionUrn": urn,
+             "asserteeUrn": EVENTS["assertion_failed"]["event"]["parameters"]["asserteeUrn"],
+             "result": {"type": "FAILURE", "nativeResults": []}}  # fmt: skip
+    return {"entities": [{"urn": urn, "runEvents": {"runEvents": [event]}}]}
 
 
 class Recorder:
@@ -34,32 +48,61 @@ class Recorder:
         return f"run-{len(self.launches)}"
 
 
-def test_recorded_assertion_failure_launches_the_partition_the_sensor_would_open() -> None:
+def test_modelled_oss_assertion_failure_launches_the_partition_the_sensor_would_open() -> None:
+    """OSS puts the run's status in runResult (COMPLETE) and the outcome in assertionResult;
+    the incident is keyed by the run's own time, read from DataHub, as the sensor keys it."""
+    from upstream_dagster.datahub.action import run_stamp_from
     from upstream_dagster.datahub.incidents import incident_key
     from upstream_dagster.datahub.model import AssertionRun
 
+    event = EVENTS["assertion_failed"]["event"]
+    assert event["parameters"]["runResult"] == "COMPLETE"  # the shape this test is about
     recorder = Recorder()
-    action = UpstreamAction({}, launcher=recorder)
+    action = UpstreamAction({}, launcher=recorder, run_stamp=run_stamp_from(_run_events))
     action.act(_envelope("assertion_failed"))
     (launch,) = recorder.launches
-    event = EVENTS["assertion_failed"]["event"]
     sensor_key = incident_key(
-        AssertionRun(event["entityUrn"], event["parameters"]["asserteeUrn"], 1795990600000, "")
+        AssertionRun(event["entityUrn"], event["parameters"]["asserteeUrn"], RUN_MS, "")
     )
     assert (launch.job, launch.partition) == ("reliability", sensor_key)
     assert launch.dataset == event["parameters"]["asserteeUrn"]
     assert action.launched == ["run-1"]
 
 
-def test_recorded_run_event_in_the_change_log_is_the_same_incident() -> None:
-    ece = launch_for("EntityChangeEvent_v1", EVENTS["assertion_failed"]["event"], None)
+def test_modelled_cloud_documented_shape_is_read_too() -> None:
+    launch = launch_for(
+        "EntityChangeEvent_v1", EVENTS["assertion_failed_cloud_docs"]["event"], None
+    )
+    assert launch is not None and launch.job == "reliability"
+
+
+def test_modelled_run_event_in_the_change_log_is_the_same_incident() -> None:
+    stamp = run_stamp_from(_run_events)
+    ece = launch_for("EntityChangeEvent_v1", EVENTS["assertion_failed"]["event"], None, stamp)
     mcl = launch_for(
         "MetadataChangeLogEvent_v1", EVENTS["run_event_failed_mcl"]["event"], "estate_refresh"
     )
     assert ece is not None and mcl is not None and ece.partition == mcl.partition
 
 
-def test_recorded_events_that_need_nothing_launch_nothing() -> None:
+def test_modelled_change_event_without_datahub_keys_by_the_changes_own_time() -> None:
+    """With no DataHub to ask (or one that does not answer), the change's time is the key."""
+    event = EVENTS["assertion_failed"]["event"]
+    alone = launch_for("EntityChangeEvent_v1", event, None)
+    assert (
+        alone is not None
+        and alone.partition
+        and alone.partition.endswith(f"@{event['auditStamp']['time']}")
+    )
+
+    def down(query: str, variables: dict[str, Any]) -> dict[str, Any]:
+        raise ConnectionError("DataHub is unreachable")
+
+    again = launch_for("EntityChangeEvent_v1", event, None, run_stamp_from(down))
+    assert again is not None and again.partition == alone.partition
+
+
+def test_modelled_events_that_need_nothing_launch_nothing() -> None:
     recorder = Recorder()
     action = UpstreamAction({}, launcher=recorder)
     for name in ("assertion_passed", "column_added", "tag_added"):
@@ -67,7 +110,7 @@ def test_recorded_events_that_need_nothing_launch_nothing() -> None:
     assert recorder.launches == []
 
 
-def test_recorded_breaking_schema_change_runs_the_checks_now() -> None:
+def test_modelled_breaking_schema_change_runs_the_checks_now() -> None:
     recorder = Recorder()
     UpstreamAction({}, launcher=recorder).act(_envelope("column_removed"))
     (launch,) = recorder.launches
@@ -78,7 +121,7 @@ def test_recorded_breaking_schema_change_runs_the_checks_now() -> None:
     assert ignoring.launches == []
 
 
-def test_recorded_failures_on_one_dataset_open_one_investigation_in_the_quiet_window() -> None:
+def test_modelled_failures_on_one_dataset_open_one_investigation_in_the_quiet_window() -> None:
     recorder = Recorder()
     action = UpstreamAction({"quiet_minutes": 10}, launcher=recorder)
     action.act(_envelope("assertion_failed"))
@@ -109,7 +152,7 @@ def test_pipeline_file_names_an_action_the_framework_can_load() -> None:
 def test_action_launches_the_reliability_job_on_a_real_dagster_webserver(
     estate: settings_mod.Settings,
 ) -> None:
-    """The recorded failure, through ``act()``, becomes a queued run of the reliability job for
+    """The modelled failure, through ``act()``, becomes a queued run of the reliability job for
     the incident's partition on a real webserver; the same failure again launches nothing."""
     import dagster as dg
 

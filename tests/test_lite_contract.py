@@ -1,7 +1,7 @@
 """Every MetadataGraph method, run against the `lite` backend over the real demo estate.
 
-The same assertions apply to any backend; `gms` is exercised against recorded exchanges in
-test_gms_recorded.py because no DataHub server can run here.
+The same assertions apply to any backend; `gms` is exercised against exchanges modelled on
+DataHub's server source in test_gms_modelled.py, because no DataHub server can run here.
 """
 
 from __future__ import annotations

@@ -18,6 +18,7 @@ def test_spike_passes_every_surface_on_the_embedded_datahub(estate: Settings) ->
     result = CliRunner().invoke(app, ["spike"])
     assert result.exit_code == 0, result.output
     assert "17/17 surfaces PASS" in result.output
+    assert "DataHub Lite (SQLite) at" in result.output  # which DataHub answered, and how
     for surface in ("raise incident", "structured property", "runbook link", "column tag"):
         assert surface in result.output
 

@@ -130,7 +130,7 @@ def test_ownership_tags_terms_and_docs_changes_are_categorised() -> None:
     assert got == [
         ("DOCUMENTATION", "ADD", URN),
         ("GLOSSARY_TERM", "ADD", "urn:li:glossaryTerm:Revenue"),
-        ("OWNER", "ADD", "urn:li:corpuser:ana"),
+        ("OWNERSHIP", "ADD", "urn:li:corpuser:ana"),  # DataHub's name since 1.6
         ("TAG", "REMOVE", "urn:li:tag:pii"),
     ]
     assert [t.timestamp_ms for t in timeline.derive(URN, history, start_ms=1500)] == [2000]

@@ -79,11 +79,12 @@ def spike() -> None:
     target = Target.of(settings)
     try:
         with connected(target) as graph:
+            server = graph.server
             surfaces = run_spike(graph)
     except UpstreamError as exc:
         fail(exc)
-    where = target.gms_url or f"{target.lite_file} (set DATAHUB_GMS_URL for a server)"
-    table = Table(title=f"DataHub {target.backend}: {where}")
+    hint = "" if target.gms_url else " (set DATAHUB_GMS_URL for a server)"
+    table = Table(title=f"{server}{hint}")
     for column in ("surface", "sends", "result", "detail"):
         table.add_column(column)
     colour = {"PASS": "green", "PARTIAL": "yellow", "FAIL": "red"}
@@ -96,7 +97,7 @@ def spike() -> None:
         raise typer.Exit(1)
 
 
-DATAPACK_HELP = "A datapack folder of MCP *.json files, e.g. ../shared/estates/showcase-ecommerce"
+DATAPACK_HELP = "A datapack folder of MCP *.json files, e.g. tests/estates/showcase-ecommerce"
 
 
 @app.command("load-estate")

@@ -3,8 +3,9 @@
 The polling sensor (`failing_assertions`) stays the default. With a DataHub server and its
 Actions framework (acryl-datahub-actions, reading DataHub's event stream), this action reacts to
 
-- an assertion failure (an Entity Change Event ``RUN``/``COMPLETED`` with ``runResult``
-  FAILURE, or a Metadata Change Log of ``assertionRunEvent`` with a FAILURE result): it adds the
+- an assertion failure (an Entity Change Event ``RUN``/``COMPLETED`` whose
+  ``assertionResult`` is FAILURE or ERROR, as DataHub OSS sends it, or a Metadata Change Log of
+  ``assertionRunEvent`` with such a result): it adds the
   incident's dynamic partition and launches the ``reliability`` job for it through Dagster's
   GraphQL API, with the same partition key the sensor would use, so the two never investigate
   one failure twice (an existing partition is not launched again);
@@ -21,10 +22,13 @@ from __future__ import annotations
 import json
 import logging
 import time
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from upstream_dagster.datahub import _sdk
+from upstream_dagster.datahub.gms.reads import run_events
+from upstream_dagster.datahub.graphql_ops import RUN_EVENTS
 from upstream_dagster.datahub.incidents import incident_key
 from upstream_dagster.datahub.model import AssertionRun
 from upstream_dagster.errors import UpstreamError
@@ -52,18 +56,29 @@ class Launch:
     tags: dict[str, str] = field(default_factory=dict)
 
 
+FAILED = {"FAILURE", "ERROR"}  # what the polling sensor also treats as a failing run
+
+
+def _outcome(params: dict[str, Any]) -> str:
+    """An assertion run's outcome in an Entity Change Event. DataHub OSS puts the run's status
+    in ``runResult`` (``COMPLETE``) and the outcome in ``assertionResult``
+    (AssertionRunEventChangeEventGenerator); DataHub Cloud's documentation puts the outcome in
+    ``runResult``. Either is read."""
+    return str(params.get("assertionResult") or params.get("runResult") or "")
+
+
 def _failure_from_ece(event: dict[str, Any]) -> AssertionRun | None:
     if event.get("entityType") != "assertion" or event.get("category") != "RUN":
         return None
     params = event.get("parameters") or {}
-    if event.get("operation") != "COMPLETED" or params.get("runResult") != "FAILURE":
+    if event.get("operation") != "COMPLETED" or _outcome(params) not in FAILED:
         return None
     stamp = int((event.get("auditStamp") or {}).get("time") or 0)
     return AssertionRun(
         str(event["entityUrn"]),
         str(params.get("asserteeUrn", "")),
         stamp,
-        "FAILURE",
+        _outcome(params),
         str(params.get("runId", "")),
     )
 
@@ -74,22 +89,39 @@ def _failure_from_mcl(event: dict[str, Any]) -> AssertionRun | None:
     aspect = event.get("aspect") or {}
     value = aspect.get("value")
     run = json.loads(value) if isinstance(value, str) else (value or {})
-    if (run.get("result") or {}).get("type") != "FAILURE":
+    if (run.get("result") or {}).get("type") not in FAILED:
         return None
     return AssertionRun(
         str(event.get("entityUrn") or run.get("assertionUrn")),
         str(run.get("asserteeUrn", "")),
         int(run.get("timestampMillis") or 0),
-        "FAILURE",
+        str((run.get("result") or {}).get("type")),
         str(run.get("runId", "")),
     )
 
 
-def launch_for(event_type: str, event: dict[str, Any], refresh_job: str | None) -> Launch | None:
-    """What one DataHub event asks Upstream to run; None for everything else."""
+# (assertion URN, run id) -> the run event's own timestampMillis, or None when not found
+RunStamp = Callable[[str, str], int | None]
+
+
+def launch_for(
+    event_type: str,
+    event: dict[str, Any],
+    refresh_job: str | None,
+    run_stamp: RunStamp | None = None,
+) -> Launch | None:
+    """What one DataHub event asks Upstream to run; None for everything else.
+
+    An incident is keyed by its run event's own time, as the polling sensor keys it. An Entity
+    Change Event carries only the time DataHub saw the change, so ``run_stamp`` reads the run's
+    own time from DataHub; without one (or when DataHub does not answer) the change's time is
+    used, and the sensor may open the same failure once more under its own key."""
     run = None
     if event_type == "EntityChangeEvent_v1":
         run = _failure_from_ece(event)
+        stamp = run_stamp(run.assertion_urn, run.run_id) if run and run_stamp else None
+        if run is not None and stamp:
+            run = replace(run, timestamp_ms=stamp)
         breaking = (
             event.get("category") == "TECHNICAL_SCHEMA"
             and event.get("entityType") == "dataset"
@@ -120,6 +152,23 @@ def launch_for(event_type: str, event: dict[str, Any], refresh_job: str | None) 
         run.asserted_urn,
         {"upstream/assertion": run.assertion_urn},
     )
+
+
+def run_stamp_from(execute: Callable[..., dict[str, Any]]) -> RunStamp:
+    """A `RunStamp` over a GraphQL executor (the Actions framework's DataHub connection): the
+    assertion's recent run events, the one with the run id (else the latest)."""
+
+    def stamp(assertion: str, run_id: str) -> int | None:
+        try:
+            data = execute(RUN_EVENTS, variables={"urns": [assertion], "limit": 10, "start": None})
+        except Exception as exc:  # noqa: BLE001 - the framework's client raises many types
+            log.warning("could not read the run events of %s: %s", assertion, exc)
+            return None
+        events = run_events(data)
+        match = [e for e in events if e.get("runId") == run_id] or events
+        return max((int(e["timestampMillis"]) for e in match), default=None)
+
+    return stamp
 
 
 class DagsterLauncher:
@@ -220,7 +269,9 @@ class UpstreamAction(_action_base()):  # type: ignore[misc]
     failing dataset per poll).
     """
 
-    def __init__(self, config: dict[str, Any], launcher: Any = None) -> None:
+    def __init__(
+        self, config: dict[str, Any], launcher: Any = None, run_stamp: RunStamp | None = None
+    ) -> None:
         if not config.get("dagster_url") and launcher is None:
             raise UpstreamError(
                 "the Upstream action has no dagster_url",
@@ -234,17 +285,20 @@ class UpstreamAction(_action_base()):  # type: ignore[misc]
             location=str(config.get("location", "upstream")),
             repository=str(config.get("repository", "__repository__")),
         )
+        self.run_stamp = run_stamp
         self.recent: dict[tuple[str, str], int] = {}  # (job, dataset) -> last launch, ms
         self.launched: list[str] = []
 
     @classmethod
     def create(cls, config_dict: dict[str, Any], ctx: Any) -> UpstreamAction:
-        return cls(config_dict or {})
+        graph = getattr(getattr(ctx, "graph", None), "graph", None)  # the framework's DataHub
+        stamp = run_stamp_from(graph.execute_graphql) if graph is not None else None
+        return cls(config_dict or {}, run_stamp=stamp)
 
     def act(self, event: Any) -> None:
         """``event`` is the framework's EventEnvelope (``event_type`` and ``event``)."""
         payload = json.loads(event.event.as_json())
-        launch = launch_for(str(event.event_type), payload, self.refresh_job)
+        launch = launch_for(str(event.event_type), payload, self.refresh_job, self.run_stamp)
         if launch is None:
             return
         now = int(time.time() * 1000)

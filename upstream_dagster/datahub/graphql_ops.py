@@ -50,12 +50,6 @@ FIND_INCIDENTS = """query upstreamFindIncidents($urn: String!, $start: Int, $cou
   dataset(urn: $urn) { incidents(start: $start, count: $count) { total
     incidents { urn description } } } }"""
 
-READ_INCIDENT = """query upstreamReadIncident($urn: String!) {
-  entity(urn: $urn) { urn ... on Incident {
-    incidentType customType title description priority
-    incidentStatus { state stage message }
-    entity { urn } } } }"""
-
 # name -> document: every operation Upstream itself writes (the SDK's two are named below).
 OPERATIONS: dict[str, str] = {
     "upstreamSearch": SEARCH,
@@ -64,7 +58,6 @@ OPERATIONS: dict[str, str] = {
     "upstreamRaiseIncident": RAISE_INCIDENT,
     "upstreamUpdateIncidentStatus": UPDATE_INCIDENT_STATUS,
     "upstreamFindIncidents": FIND_INCIDENTS,
-    "upstreamReadIncident": READ_INCIDENT,
 }
 SDK_OPERATIONS = ("upsertCustomAssertion", "reportAssertionResult")
 

@@ -61,6 +61,17 @@ def _marks(values: Sequence[Any]) -> str:
     return ",".join("?" * len(values))
 
 
+LITE_OPERATIONS = {
+    "search": "SQL over Lite's aspect table",
+    "aspects": "SQL, one statement per 20,000 URNs",
+    "lineage": "SQL over the lineage aspects (as of any instant)",
+    "timeline": "derived from aspect versions",
+    "assertion_runs": "SQL over assertionRunEvent versions",
+    "upsert": "Lite write",
+    "patch": "read-modify-write through Lite's write",
+}
+
+
 class LiteGraph:
     transport = "lite"
     capabilities = LITE
@@ -100,6 +111,13 @@ class LiteGraph:
                 f"{self.path} is an SQLite file but holds no DataHub Lite table ({TABLE})",
                 "run `make demo` to ingest the estate into it, or check UPSTREAM_STATE_DIR",
             )
+
+    @property
+    def server(self) -> str:
+        return f"DataHub Lite (SQLite) at {self.path}"
+
+    def operation(self, surface: str) -> str:
+        return LITE_OPERATIONS.get(surface, "Lite write")
 
     # -- plumbing ---------------------------------------------------------------------------
     def _ensure_tables(self) -> None:

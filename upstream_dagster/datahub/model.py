@@ -57,7 +57,7 @@ class ChangeEvent:
     """One change, in the shape of DataHub's Timeline API ``ChangeEvent``."""
 
     entity_urn: str
-    category: str  # TECHNICAL_SCHEMA | DOCUMENTATION | OWNER | TAG | GLOSSARY_TERM
+    category: str  # TECHNICAL_SCHEMA | DOCUMENTATION | OWNERSHIP | TAG | GLOSSARY_TERM
     operation: str  # ADD | MODIFY | REMOVE
     modifier: str | None
     parameters: Json

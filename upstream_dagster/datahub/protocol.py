@@ -32,6 +32,15 @@ class MetadataGraph(Protocol):
     counter: CallCounter  # one SQL statement on lite, one HTTP request on gms
     capabilities: Capabilities
 
+    @property
+    def server(self) -> str:
+        """Which DataHub answers, with its version where it says one."""
+        ...
+
+    def operation(self, surface: str) -> str:
+        """What this backend sends for a surface (search, aspects, custom_assertion, ...)."""
+        ...
+
     # -- reads ---------------------------------------------------------------------------
     def get_aspects(
         self, urns: Sequence[str], aspects: Sequence[str]

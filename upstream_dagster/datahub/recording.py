@@ -231,6 +231,13 @@ class RecordingGraph(_Reads):
         )
         return result
 
+    @property
+    def server(self) -> str:
+        return self.inner.server
+
+    def operation(self, surface: str) -> str:
+        return self.inner.operation(surface)
+
     def write_aspect(self, urn: str, aspect: str, value: Json) -> Receipt:
         return self.inner.write_aspect(urn, aspect, value)
 
@@ -268,6 +275,11 @@ class ReplayGraph(_Reads):
             )
         self.counter.add(call, int(read["calls"]))
         return DECODE[call](read["result"])
+
+    server = "a recorded investigation (replay)"
+
+    def operation(self, surface: str) -> str:
+        return "answered from the record"
 
     def write_aspect(self, urn: str, aspect: str, value: Json) -> Receipt:
         return Receipt(urn, aspect, False, "a replay writes nothing")

@@ -56,7 +56,6 @@ def spike(graph: MetadataGraph) -> list[Surface]:
     assertion = f"urn:li:assertion:upstream-spike-{digest}"
     incident = f"urn:li:incident:upstream-spike-{digest}"
     datasets: list[str] = []
-    patch = graph.capabilities.patches
 
     def search() -> tuple[str, str]:
         datasets.extend(graph.search(SearchQuery(entity_type="dataset"))[:20])
@@ -164,34 +163,27 @@ def spike(graph: MetadataGraph) -> list[Surface]:
 
         return run
 
-    gms = graph.transport == "gms"
+    op = graph.operation
     surfaces: list[tuple[str, str, Callable[[], tuple[str, str]]]] = [
-        ("search", "GraphQL scrollAcrossEntities" if gms else "SQL", search),
-        ("aspects", "OpenAPI v3 batchGet" if gms else "SQL", read_aspects),
-        ("upstream lineage", "lineage aspects", upstream),
-        ("downstream lineage", "GraphQL scrollAcrossLineage" if gms else "SQL", downstream),
-        ("timeline", "OpenAPI v2 timeline" if gms else "aspect versions", timeline),
-        ("assertion runs", "GraphQL entities.runEvents" if gms else "SQL", runs),
-        ("upsert an aspect", "ingestProposal UPSERT" if gms else "Lite write", upsert),
-        ("owner", "PATCH ownership" if patch else "read-modify-write", patched(
-            "add_owner", "urn:li:corpuser:upstream")),
-        ("tag", "PATCH globalTags" if patch else "read-modify-write", patched(
-            "add_tag", "urn:li:tag:upstream-spike")),
-        ("glossary term", "PATCH glossaryTerms" if patch else "read-modify-write", patched(
-            "add_term", "urn:li:glossaryTerm:upstream-spike")),
-        ("structured property", "PATCH structuredProperties" if patch else "Lite write",
-         structured),
-        ("runbook link", "PATCH institutionalMemory" if patch else "read-modify-write", patched(
+        ("search", op("search"), search),
+        ("aspects", op("aspects"), read_aspects),
+        ("upstream lineage", op("lineage"), upstream),
+        ("downstream lineage", op("lineage"), downstream),
+        ("timeline", op("timeline"), timeline),
+        ("assertion runs", op("assertion_runs"), runs),
+        ("upsert an aspect", op("upsert"), upsert),
+        ("owner", op("patch"), patched("add_owner", "urn:li:corpuser:upstream")),
+        ("tag", op("patch"), patched("add_tag", "urn:li:tag:upstream-spike")),
+        ("glossary term", op("patch"), patched("add_term", "urn:li:glossaryTerm:upstream-spike")),
+        ("structured property", op("patch"), structured),
+        ("runbook link", op("patch"), patched(
             "add_memory", "https://upstream.invalid/runbooks/spike", "Upstream spike runbook")),
-        ("column tag", "PATCH editableSchemaMetadata field" if patch else "read-modify-write",
-         patched("add_column_tag", "spike_column", "urn:li:tag:upstream-spike")),
-        ("custom assertion", "GraphQL upsertCustomAssertion" if gms else "Lite write",
-         custom_assertion),
-        ("assertion result", "GraphQL reportAssertionResult" if gms else "Lite write", result),
-        ("raise incident", "GraphQL raiseIncident" if gms else "Lite write",
-         moved("ACTIVE", "TRIAGE")),
-        ("resolve incident", "GraphQL updateIncidentStatus" if gms else "Lite write",
-         moved("RESOLVED", "FIXED")),
+        ("column tag", op("patch"), patched(
+            "add_column_tag", "spike_column", "urn:li:tag:upstream-spike")),
+        ("custom assertion", op("custom_assertion"), custom_assertion),
+        ("assertion result", op("assertion_result"), result),
+        ("raise incident", op("raise_incident"), moved("ACTIVE", "TRIAGE")),
+        ("resolve incident", op("resolve_incident"), moved("RESOLVED", "FIXED")),
     ]  # fmt: skip
     out = []
     for name, operation, run in surfaces:

@@ -19,18 +19,26 @@ from upstream_dagster.datahub.model import AspectVersion, ChangeEvent, Json, Tra
 CATEGORY_ASPECTS: Mapping[str, tuple[str, ...]] = {
     "TECHNICAL_SCHEMA": ("schemaMetadata",),
     "DOCUMENTATION": ("datasetProperties", "editableDatasetProperties", "schemaMetadata"),
-    "OWNER": ("ownership",),
+    "OWNERSHIP": ("ownership",),
     "TAG": ("globalTags", "schemaMetadata"),
     "GLOSSARY_TERM": ("glossaryTerms", "schemaMetadata"),
 }
 ALL_CATEGORIES = tuple(CATEGORY_ASPECTS)
+# DataHub renamed OWNER to OWNERSHIP (PR 16929) and still accepts the old name.
+ALIASES = {"OWNER": "OWNERSHIP"}
+
+
+def canonical(category: str) -> str:
+    return ALIASES.get(category, category)
+
+
 _RANK = {"NONE": 0, "PATCH": 1, "MINOR": 2, "MAJOR": 3}
 
 
 def aspects_for(categories: Iterable[str]) -> list[str]:
     names: list[str] = []
     for category in categories:
-        for aspect in CATEGORY_ASPECTS[category]:
+        for aspect in CATEGORY_ASPECTS[canonical(category)]:
             if aspect not in names:
                 names.append(aspect)
     return names
@@ -223,11 +231,11 @@ def _diff_aspect(
             after = str((new or {}).get("description") or "").strip()
             if before != after:
                 _doc_event(d, d.urn, before, after)
-    elif aspect == "ownership" and "OWNER" in categories:
+    elif aspect == "ownership" and "OWNERSHIP" in categories:
         for key in sorted(_owners(new) - _owners(old)):
             owner, kind = key.split("|", 1)
             d.add(
-                "OWNER",
+                "OWNERSHIP",
                 "ADD",
                 owner,
                 {"ownerUrn": owner, "ownerType": kind},
@@ -237,7 +245,7 @@ def _diff_aspect(
         for key in sorted(_owners(old) - _owners(new)):
             owner, kind = key.split("|", 1)
             d.add(
-                "OWNER",
+                "OWNERSHIP",
                 "REMOVE",
                 owner,
                 {"ownerUrn": owner, "ownerType": kind},

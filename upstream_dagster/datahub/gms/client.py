@@ -1,5 +1,6 @@
 """The connection every GMS read and write shares: the SDK's `DataHubGraph`, one counted HTTP
-request per call, GraphQL with scrolling."""
+request per call, GraphQL with scrolling, and the server's version (read once, from ``/config``,
+when the connection is tested) that decides which operation each surface uses."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from upstream_dagster.datahub import _sdk
+from upstream_dagster.datahub.gms import versions
 from upstream_dagster.datahub.model import GMS, CallCounter, Json
 from upstream_dagster.errors import DataHubUnavailable
 
@@ -47,6 +49,39 @@ class GmsClient:
                 "unset DATAHUB_GMS_URL to use the embedded DataHub Lite",
             ) from exc
         self._graph._session.hooks["response"].append(self._count)
+        # test_connection read /config; its version decides each operation, once per graph
+        self.version = versions.parse(self._graph.server_config.service_version)
+
+    @property
+    def server(self) -> str:
+        return f"DataHub GMS {versions.shown(self.version)} at {self.url}"
+
+    def supports(self, feature: str) -> bool:
+        return versions.supports(self.version, feature)
+
+    def operation(self, surface: str) -> str:
+        """What this server is sent for a surface (``upstream spike`` prints it)."""
+        before = versions.shown(self.version)
+        paths = {
+            "search": "GraphQL scrollAcrossEntities",
+            "aspects": "OpenAPI v3 batchGet",
+            "lineage": "lineage aspects; GraphQL scrollAcrossLineage downstream",
+            "timeline": "OpenAPI v2 timeline"
+            + ("" if self.supports("ownership_category") else " (category OWNER)"),
+            "assertion_runs": "GraphQL entities.runEvents",
+            "upsert": "ingestProposal UPSERT",
+            "patch": "ingestProposal PATCH",
+            "custom_assertion": "GraphQL upsertCustomAssertion"
+            if self.supports("custom_assertion")
+            else f"ingestProposal UPSERT assertionInfo (server {before}: no mutation before 1.7)",
+            "assertion_result": "GraphQL reportAssertionResult"
+            if self.supports("assertion_result")
+            else f"ingestProposal assertionRunEvent (server {before}: mutation from 1.6)",
+            "raise_incident": "GraphQL raiseIncident, read back "
+            + ("by incidentStatus" if self.supports("incident_status") else "as incidentInfo"),
+            "resolve_incident": "GraphQL updateIncidentStatus",
+        }
+        return paths.get(surface, surface)
 
     def _count(self, response: Any, *args: Any, **kwargs: Any) -> Any:
         self.counter.add(response.request.method.lower())

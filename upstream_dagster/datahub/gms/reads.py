@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from urllib.parse import quote
 
 from upstream_dagster.datahub import edges as edge_parse
+from upstream_dagster.datahub import timeline
 from upstream_dagster.datahub.gms.client import GmsClient
 from upstream_dagster.datahub.graphql_ops import BATCH, LINEAGE, RUN_EVENTS, SEARCH, chunks
 from upstream_dagster.datahub.model import (
@@ -36,6 +37,7 @@ ENTITY_TYPES = {
 # Timeseries aspects: a GMS keeps their values by time, not as versions.
 TIMESERIES = {"datasetProfile", "operation", "datasetUsageStatistics"}
 TIMESERIES_LIMIT = 100
+HISTORY_LIMIT = 50  # earlier versions of one aspect read, one request each
 NOT_AS_OF = (
     "gms lineage as of a past instant is not kept by GMS; the latest lineage aspects were read"
 )
@@ -52,7 +54,9 @@ class GmsReads(GmsClient):
             by_type[entity_type(urn)].append(urn)
         for kind, group in by_type.items():
             for chunk in chunks(group, BATCH):
-                body = [{"urn": u, "aspectNames": list(aspects)} for u in chunk]
+                # the server reads each aspect to return as a key of its own; an entry naming
+                # none gets every aspect of the entity (EntityController.toEntityVersionRequest)
+                body: list[Json] = [{"urn": u, **{a: {} for a in aspects}} for u in chunk]
                 response = self._graph._session.post(
                     f"{self.url}/openapi/v3/entity/{kind.lower()}/batchGet",
                     params={"systemMetadata": "false"},
@@ -70,7 +74,8 @@ class GmsReads(GmsClient):
     def aspect_history(self, urn: str, aspect: str) -> History:
         """Versions of an aspect, oldest first. A timeseries aspect (a profile, an operation)
         is one request for its latest values, each stamped with its own time; a versioned one
-        is read version by version (GMS has no batched version read), times unknown."""
+        is read version by version (GMS has no batched version read), times unknown: versions
+        1..N hold the earlier values, oldest first, and version 0 the current one."""
         from datahub.emitter.aspect import ASPECT_MAP
 
         if aspect in TIMESERIES:
@@ -86,11 +91,14 @@ class GmsReads(GmsClient):
                 tuple(AspectVersion(i + 1, ts, obj) for i, (ts, obj) in enumerate(stamped))
             )
         versions: list[AspectVersion] = []
-        for version in range(1, 51):
+        for version in range(1, HISTORY_LIMIT + 1):
             value = self._graph.get_aspect(urn, ASPECT_MAP[aspect], version=version)
             if value is None:
                 break
             versions.append(AspectVersion(version, 0, value.to_obj()))
+        latest = self._graph.get_aspect(urn, ASPECT_MAP[aspect], version=0)
+        if latest is not None:
+            versions.append(AspectVersion(len(versions) + 1, 0, latest.to_obj()))
         return Answer(
             tuple(versions), "gms aspect history is read version by version; times unknown"
         )
@@ -176,9 +184,13 @@ class GmsReads(GmsClient):
         start_ms: int | None = None,
         end_ms: int | None = None,
     ) -> list[Transaction]:
-        params: list[tuple[str, str]] = [("categories", c) for c in categories]
-        if start_ms is not None:
-            params.append(("startTime", str(start_ms)))
+        asked = dict.fromkeys(timeline.canonical(c) for c in categories)
+        if not self.supports("ownership_category"):
+            asked = dict.fromkeys("OWNER" if c == "OWNERSHIP" else c for c in asked)
+        params: list[tuple[str, str]] = [("categories", c) for c in asked]
+        # without a start the server looks back seven days only (TimelineServiceImpl); all
+        # history is what Lite answers, so ask from the beginning
+        params.append(("startTime", str(start_ms if start_ms is not None else 0)))
         if end_ms is not None:
             params.append(("endTime", str(end_ms)))
         response = self._graph._session.get(
@@ -239,7 +251,7 @@ def transaction(urn: str, raw: Json) -> Transaction:
     events = tuple(
         ChangeEvent(
             entity_urn=str(e.get("entityUrn", urn)),
-            category=str(e.get("category", "")),
+            category=timeline.canonical(str(e.get("category", ""))),
             operation=str(e.get("operation", "")),
             modifier=e.get("modifier"),
             parameters=dict(e.get("parameters") or {}),

@@ -6,6 +6,7 @@ patches of what changed, an intended change as the SDK's PATCH (`datahub.changes
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Sequence
 
 from upstream_dagster.conformance.proposals import Change
@@ -16,7 +17,6 @@ from upstream_dagster.datahub.gms.reads import GmsReads, run_events
 from upstream_dagster.datahub.graphql_ops import (
     FIND_INCIDENTS,
     RAISE_INCIDENT,
-    READ_INCIDENT,
     RUN_EVENTS,
     UPDATE_INCIDENT_STATUS,
 )
@@ -31,6 +31,9 @@ ASSERTION_PLATFORM = "urn:li:dataPlatform:upstream"
 
 
 class GmsWrites(GmsReads):
+    # seconds to wait before each read-back of an asynchronously indexed write
+    read_back_waits: tuple[float, ...] = (0.0, 0.25, 0.5, 1.0, 2.0)
+
     # -- writes ---------------------------------------------------------------------------
     def write_aspect(self, urn: str, aspect: str, value: Json) -> Receipt:
         """Write one aspect the way a GMS wants it written: incidents and assertions through
@@ -87,13 +90,14 @@ class GmsWrites(GmsReads):
         resources = list(info["entities"])
         urn = self._find_incident(resources[0], key)
         if urn is None:
+            # no `source`: raiseIncident records MANUAL whatever it is sent
+            # (RaiseIncidentResolver.mapIncidentInfo), so nothing may depend on it
             raise_input: Json = {
                 "type": info["type"],
                 "title": info.get("title"),
                 "description": f"{info.get('description', '')}\n\n{INCIDENT_KEY}{key}",
                 "resourceUrns": resources,
                 "startedAt": info.get("startedAt"),
-                "source": {"type": (info.get("source") or {}).get("type", "MANUAL")},
                 "status": status,
                 "priority": PRIORITY.get(info.get("priority", 2), "MEDIUM"),
                 "assigneeUrns": [a["actor"] for a in info.get("assignees") or []],
@@ -105,16 +109,22 @@ class GmsWrites(GmsReads):
         else:
             self._gql(UPDATE_INCIDENT_STATUS, {"urn": urn, "input": status})
             did = f"moved to {status['state']}/{status.get('stage')}"
-        back = (self._gql(READ_INCIDENT, {"urn": urn}) or {}).get("entity") or {}
-        got = back.get("incidentStatus") or {}
-        if back.get("incidentType") != info["type"] or got.get("state") != status["state"]:
+        # read the aspect itself: exact on every 1.x, where the GraphQL incidentStatus field
+        # exists only from 1.3
+        back = changes.current(self, urn, "incidentInfo") or {}
+        got = back.get("status") or {}
+        if back.get("type") != info["type"] or got.get("state") != status["state"]:
             return Receipt(urn, "incidentInfo", False, f"incident {did} but did not read back")
         return Receipt(urn, "incidentInfo", True, f"incident {did} in DataHub GMS and read back")
 
     # -- assertions: upsertCustomAssertion / reportAssertionResult ------------------------
     def _write_assertion(self, urn: str, info: Json) -> Receipt:
         custom = info.get("customAssertion") or {}
-        if info.get("type") != "CUSTOM" or not custom.get("entity"):
+        if (
+            info.get("type") != "CUSTOM"
+            or not custom.get("entity")
+            or not self.supports("custom_assertion")
+        ):  # before 1.7 the SDK's mutation is not valid: the aspect itself, on every 1.x
             return self._upsert(urn, "assertionInfo", info)
         logic = str(custom.get("logic") or "")
         if info.get("customProperties"):  # the mutation keeps no customProperties
@@ -139,16 +149,38 @@ class GmsWrites(GmsReads):
     def _write_run_event(self, urn: str, event: Json) -> Receipt:
         result = event.get("result") or {}
         native = result.get("nativeResults") or {}
-        self._graph.report_assertion_result(
-            urn=urn,
-            timestamp_millis=int(event["timestampMillis"]),
-            type=result["type"],
-            properties=[{"key": str(k), "value": str(v)} for k, v in native.items()],
+        if self.supports("assertion_result"):
+            self._graph.report_assertion_result(
+                urn=urn,
+                timestamp_millis=int(event["timestampMillis"]),
+                type=result["type"],
+                properties=[{"key": str(k), "value": str(v)} for k, v in native.items()],
+            )
+            how = "reported"
+        else:  # before 1.6 the SDK's mutation is not valid: the timeseries aspect itself
+            self._graph.emit_mcp(build_mcp(urn, "assertionRunEvent", event))
+            how = "written as an assertionRunEvent"
+        return self._run_event_read_back(urn, int(event["timestampMillis"]), how)
+
+    def _run_event_read_back(self, urn: str, stamp: int, how: str) -> Receipt:
+        """Run events are indexed asynchronously (DataHub's own smoke test waits before reading
+        them): ask again within a bounded wait, and say how long it took."""
+        started = time.monotonic()
+        for wait in self.read_back_waits:
+            time.sleep(wait)
+            events = run_events(self._gql(RUN_EVENTS, {"urns": [urn], "limit": 1, "start": None}))
+            if any(int(e["timestampMillis"]) == stamp for e in events):
+                took = time.monotonic() - started
+                return Receipt(
+                    urn, "assertionRunEvent", True, f"result {how}, read back after {took:.1f} s"
+                )
+        return Receipt(
+            urn,
+            "assertionRunEvent",
+            False,
+            f"result {how} but not read back within {sum(self.read_back_waits):.1f} s: DataHub "
+            "indexes run events asynchronously, so it may still appear",
         )
-        events = run_events(self._gql(RUN_EVENTS, {"urns": [urn], "limit": 1, "start": None}))
-        if not any(int(e["timestampMillis"]) == int(event["timestampMillis"]) for e in events):
-            return Receipt(urn, "assertionRunEvent", False, "result reported but not read back")
-        return Receipt(urn, "assertionRunEvent", True, "result reported to DataHub GMS, read back")
 
     # -- structured properties: patches of the properties that changed --------------------
     def _number_typed(self, props: Sequence[str]) -> set[str]:

@@ -1,13 +1,17 @@
-"""The `gms` backend against recorded HTTP exchanges (no DataHub server can run here).
+"""The `gms` backend against HTTP exchanges modelled on DataHub's own server source and tests
+(no DataHub server can run here): tests/modelled/gms_exchanges.json, each fixture citing the
+files its shapes come from. ``UPSTREAM_GMS_EXCHANGES`` names another file in the same format,
+such as one `python -m upstream_dagster.evaluation.capture` recorded from a live GMS.
 
-The exchanges in tests/recorded/gms_exchanges.json are written in DataHub's documented shapes.
-A transport adapter replays them in order, checks each request (method, path, GraphQL operation,
-variables and query where recorded), and the test fails if any exchange is left unconsumed.
-"""
+A transport adapter replays the exchanges in order, checks each request (method, path, GraphQL
+operation, variables and query where given; every batchGet body as the server parses it), and
+the test fails if any exchange is left unconsumed."""
 
 from __future__ import annotations
 
+import functools
 import json
+import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,11 +24,21 @@ from requests.adapters import BaseAdapter
 
 from upstream_dagster.datahub.gms import GmsGraph
 from upstream_dagster.datahub.model import SearchQuery
+from upstream_dagster.evaluation.capture import (
+    GUARD,
+    KEY,
+    LEDGER,
+    RAW,
+    RAW_DBT,
+    STG,
+    guard_info,
+    incident_info,
+    run_event,
+)
 
-HOST = "http://gms.recorded:8080"
-EXCHANGES = json.loads((Path(__file__).parent / "recorded" / "gms_exchanges.json").read_text())
-LEDGER = "urn:li:dataset:(urn:li:dataPlatform:dbt,acme.marts.fct_ledger,PROD)"
-STG = "urn:li:dataset:(urn:li:dataPlatform:dbt,acme.staging.stg_ledger,PROD)"
+HOST = "http://gms.modelled:8080"
+MODELLED = Path(__file__).parent / "modelled" / "gms_exchanges.json"
+EXCHANGES = json.loads(Path(os.environ.get("UPSTREAM_GMS_EXCHANGES", MODELLED)).read_text())
 
 
 class Replay(BaseAdapter):
@@ -35,7 +49,7 @@ class Replay(BaseAdapter):
 
     def load(self, *names: str) -> None:
         for name in names:
-            self.queue.extend(EXCHANGES[name])
+            self.queue.extend(EXCHANGES[name]["exchanges"])
 
     def send(self, request: requests.PreparedRequest, **kwargs: Any) -> requests.Response:
         assert self.queue, f"unexpected request {request.method} {request.url}"
@@ -43,6 +57,8 @@ class Replay(BaseAdapter):
         url = urlsplit(request.url or "")
         assert (request.method, url.path) == (want["method"], want["path"]), request.url
         body = json.loads(request.body) if request.body else None
+        if url.path.endswith("/batchGet"):
+            _as_the_server_parses_it(body)
         if "operation" in want:
             assert re.search(rf"(query|mutation)\s+{want['operation']}\s*\(", body["query"])
         if "expect_variables" in want:
@@ -61,8 +77,19 @@ class Replay(BaseAdapter):
         pass
 
 
-@pytest.fixture
-def replay(monkeypatch: pytest.MonkeyPatch) -> Iterator[Replay]:
+def _as_the_server_parses_it(body: Any) -> None:
+    """A batchGet body as EntityController.toEntityVersionRequest reads it: a list of objects,
+    each with a urn and one key per aspect to return (unknown keys are silently skipped, so a
+    key that is not an aspect, such as `aspectNames`, would return every aspect)."""
+    assert isinstance(body, list) and body
+    for entry in body:
+        assert "urn" in entry and set(entry) - {"urn"}, entry
+        assert all(v == {} for k, v in entry.items() if k != "urn"), entry
+        assert not set(entry) & {"aspectNames", "aspects"}, entry
+
+
+def _serve(monkeypatch: pytest.MonkeyPatch, connect: str) -> Iterator[Replay]:
+    """Requests to HOST answered by the modelled exchanges, after the server's /config."""
     adapter = Replay()
     original = requests.Session.get_adapter
 
@@ -70,9 +97,15 @@ def replay(monkeypatch: pytest.MonkeyPatch) -> Iterator[Replay]:
         return adapter if url.startswith(HOST) else original(self, url)
 
     monkeypatch.setattr(requests.Session, "get_adapter", get_adapter)
-    adapter.load("connect")
+    adapter.load(connect)
     yield adapter
-    assert not adapter.queue, f"{len(adapter.queue)} recorded exchanges were never requested"
+    assert not adapter.queue, f"{len(adapter.queue)} modelled exchanges were never requested"
+
+
+@pytest.fixture
+def replay(monkeypatch: pytest.MonkeyPatch) -> Iterator[Replay]:
+    """A DataHub 1.7 server."""
+    yield from _serve(monkeypatch, "connect")
 
 
 def _sent_patch(replay: Replay) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -83,7 +116,7 @@ def _sent_patch(replay: Replay) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     return proposal, body["patch"] if isinstance(body, dict) else body
 
 
-def test_recorded_search_pages_through_scroll_results(replay: Replay) -> None:
+def test_modelled_search_pages_through_scroll_results(replay: Replay) -> None:
     graph = GmsGraph(HOST)
     replay.load("search_paged")
     urns = graph.search(
@@ -93,20 +126,22 @@ def test_recorded_search_pages_through_scroll_results(replay: Replay) -> None:
     assert graph.counter.calls == 2  # one HTTP request per page
 
 
-def test_recorded_batch_get_reads_many_urns_in_one_request(replay: Replay) -> None:
+def test_modelled_batch_get_reads_many_urns_in_one_request(replay: Replay) -> None:
     graph = GmsGraph(HOST)
     replay.load("batch_get")
     found = graph.get_aspects([LEDGER, STG], ["ownership", "upstreamLineage"])
     assert found[LEDGER]["ownership"]["owners"][0]["owner"] == "urn:li:corpuser:ana"
     assert STG not in found
+    # one key per aspect, as the server reads them (EntityController.toEntityVersionRequest)
     assert json.loads(replay.sent[-1].body or b"[]")[0] == {
         "urn": LEDGER,
-        "aspectNames": ["ownership", "upstreamLineage"],
+        "ownership": {},
+        "upstreamLineage": {},
     }
     assert graph.counter.calls == 1
 
 
-def test_recorded_upstream_lineage_keeps_column_edges(replay: Replay) -> None:
+def test_modelled_upstream_lineage_keeps_column_edges(replay: Replay) -> None:
     graph = GmsGraph(HOST)
     replay.load("batch_get")
     (edge,) = graph.lineage([LEDGER, STG], "upstream")
@@ -114,21 +149,21 @@ def test_recorded_upstream_lineage_keeps_column_edges(replay: Replay) -> None:
     assert [c.upstream_field.endswith(",amount)") for c in edge.columns] == [True]
 
 
-def test_recorded_downstream_lineage_uses_scroll_across_lineage(replay: Replay) -> None:
+def test_modelled_downstream_lineage_uses_scroll_across_lineage(replay: Replay) -> None:
     graph = GmsGraph(HOST)
     replay.load("downstream_lineage")
     down = [e.downstream for e in graph.lineage([STG], "downstream")]
     assert down == [LEDGER, "urn:li:dashboard:(looker,finance.ledger)"]
 
 
-def test_recorded_lineage_as_of_reports_its_fallback(replay: Replay) -> None:
+def test_modelled_lineage_as_of_reports_its_fallback(replay: Replay) -> None:
     graph = GmsGraph(HOST)
     replay.load("batch_get")
     found = graph.lineage([LEDGER, STG], "upstream", as_of_ms=5)
     assert found.fallback and "latest" in found.fallback  # said in the answer itself
 
 
-def test_recorded_timeline_keeps_datahubs_event_shape(replay: Replay) -> None:
+def test_modelled_timeline_keeps_datahubs_event_shape(replay: Replay) -> None:
     graph = GmsGraph(HOST)
     replay.load("timeline")
     (tx,) = graph.timeline(
@@ -143,7 +178,7 @@ def test_recorded_timeline_keeps_datahubs_event_shape(replay: Replay) -> None:
     assert tx.sem_ver_change == "MAJOR"
 
 
-def test_recorded_assertion_runs_are_ordered_by_timestamp(replay: Replay) -> None:
+def test_modelled_assertion_runs_are_ordered_by_timestamp(replay: Replay) -> None:
     graph = GmsGraph(HOST)
     replay.load("assertion_runs")
     runs = graph.assertion_runs()
@@ -154,7 +189,7 @@ def test_recorded_assertion_runs_are_ordered_by_timestamp(replay: Replay) -> Non
     assert dict(runs[1].native) == {"observed": "0"}
 
 
-def test_recorded_write_is_reported_only_after_it_reads_back(replay: Replay) -> None:
+def test_modelled_write_is_reported_only_after_it_reads_back(replay: Replay) -> None:
     graph = GmsGraph(HOST)
     replay.load("write_readback")
     receipt = graph.write_aspect(LEDGER, "globalTags", {"tags": [{"tag": "urn:li:tag:pii"}]})
@@ -164,7 +199,7 @@ def test_recorded_write_is_reported_only_after_it_reads_back(replay: Replay) -> 
     assert (proposal["entityUrn"], proposal["aspectName"]) == (LEDGER, "globalTags")
 
 
-def test_recorded_writer_patches_an_owner_without_rewriting_the_others(replay: Replay) -> None:
+def test_modelled_writer_patches_an_owner_without_rewriting_the_others(replay: Replay) -> None:
     from upstream_dagster.conformance.proposals import Change
     from upstream_dagster.datahub.changes import apply as write_change
 
@@ -182,29 +217,13 @@ def test_recorded_writer_patches_an_owner_without_rewriting_the_others(replay: R
 
 
 # -- writes through DataHub's own GraphQL mutations ---------------------------------------------
-KEY = "urn:li:incident:upstream-0123456789abcdef0123"
-RAW = "urn:li:dataset:(urn:li:dataPlatform:duckdb,acme.raw.rebates,PROD)"
-RAW_DBT = "urn:li:dataset:(urn:li:dataPlatform:dbt,acme.raw.rebates,PROD)"
-GUARD = "urn:li:assertion:upstream-guard-00aa11bb22cc33dd"
 SERVER_INCIDENT = "urn:li:incident:7d3c1f0e-51b2-4a57-9d0c-2f4b8e1a6c90"
 
 
-def _incident(kind: str, state: str, stage: str, message: str, **extra: Any) -> dict[str, Any]:
-    return {
-        "type": kind,
-        "title": extra.pop("title", "not_null_fct_ledger_amount failed: NULLs in rebate_amt"),
-        "description": extra.pop("description", "## What failed\nNULLs in rebate_amt [E1]"),
-        "entities": [LEDGER],
-        "priority": extra.pop("priority", 0),
-        "assignees": extra.pop("assignees", [{"actor": "urn:li:corpuser:ana"}]),
-        "status": {"state": state, "stage": stage, "message": message},
-        "source": {"type": "ASSERTION_FAILURE", "sourceUrn": "urn:li:assertion:a1"},
-        "startedAt": 1795990000000,
-        **extra,
-    }
+_incident = incident_info
 
 
-def test_recorded_incident_is_raised_through_raise_incident_and_read_back(replay: Replay) -> None:
+def test_modelled_incident_is_raised_through_raise_incident_and_read_back(replay: Replay) -> None:
     graph = GmsGraph(HOST)
     replay.load("raise_incident")
     receipt = graph.write_aspect(
@@ -213,9 +232,15 @@ def test_recorded_incident_is_raised_through_raise_incident_and_read_back(replay
     # The server names the incident; the receipt carries the URN a person can open.
     assert receipt.written and receipt.urn == SERVER_INCIDENT
     assert "raised" in receipt.detail and "read back" in receipt.detail
+    # raiseIncident records source MANUAL whatever it is sent (RaiseIncidentResolver), so
+    # nothing is sent for it and nothing depends on it
+    raised = json.loads(replay.sent[-2].body or b"{}")["variables"]["input"]
+    assert "source" not in raised
+    # read back as the aspect itself (exact on every 1.x), not GraphQL's incidentStatus (1.3+)
+    assert urlsplit(replay.sent[-1].url or "").path == "/openapi/v3/entity/incident/batchGet"
 
 
-def test_recorded_second_write_moves_the_same_incident_with_update_incident_status(
+def test_modelled_second_write_moves_the_same_incident_with_update_incident_status(
     replay: Replay,
 ) -> None:
     graph = GmsGraph(HOST)
@@ -227,7 +252,7 @@ def test_recorded_second_write_moves_the_same_incident_with_update_incident_stat
     assert "RESOLVED/FIXED" in receipt.detail  # no second incident was raised
 
 
-def test_recorded_custom_incident_names_its_custom_type(replay: Replay) -> None:
+def test_modelled_custom_incident_names_its_custom_type(replay: Replay) -> None:
     graph = GmsGraph(HOST)
     replay.load("raise_custom_incident")
     info = _incident(
@@ -244,37 +269,26 @@ def test_recorded_custom_incident_names_its_custom_type(replay: Replay) -> None:
     assert graph.write_aspect(KEY, "incidentInfo", info).written
 
 
-def test_recorded_incident_that_does_not_read_back_is_not_reported_written(
+def test_modelled_incident_that_does_not_read_back_is_not_reported_written(
     replay: Replay,
 ) -> None:
     graph = GmsGraph(HOST)
     replay.load("raise_incident")
-    replay.queue[-1] = dict(replay.queue[-1], response={"data": {"entity": None}})
+    replay.queue[-1] = dict(replay.queue[-1], response=[])  # incidentInfo is not there
     receipt = graph.write_aspect(
         KEY, "incidentInfo", _incident("FIELD", "ACTIVE", "INVESTIGATION", "NULLs in rebate_amt")
     )
     assert not receipt.written and "did not read back" in receipt.detail
 
 
-def test_recorded_guard_is_a_dataset_level_custom_assertion_naming_its_column(
+def test_modelled_guard_is_a_dataset_level_custom_assertion_naming_its_column(
     replay: Replay,
 ) -> None:
     from upstream_dagster.datahub.model import assertion_properties
 
     graph = GmsGraph(HOST)
     replay.load("custom_assertion")
-    info = {
-        "type": "CUSTOM",
-        "customAssertion": {
-            "type": "Upstream guard: not_null",
-            "entity": RAW,
-            "field": f"urn:li:schemaField:({RAW},rebate_amt)",
-            "logic": "not_null(rebate_amt)",
-        },
-        "description": "Upstream guard: not null on rebate_amt",
-        "customProperties": {"upstream_guard": "not_null", "column": "rebate_amt"},
-    }
-    receipt = graph.write_aspect(GUARD, "assertionInfo", info)
+    receipt = graph.write_aspect(GUARD, "assertionInfo", guard_info())
     assert receipt.written and "upserted" in receipt.detail
     sent = json.loads(replay.sent[1].body or b"{}")["variables"]
     assert sent["fieldPath"] is None  # dataset-level: OSS rejects column-level run events
@@ -285,7 +299,7 @@ def test_recorded_guard_is_a_dataset_level_custom_assertion_naming_its_column(
     }
 
 
-def test_recorded_run_event_is_reported_with_report_assertion_result(replay: Replay) -> None:
+def test_modelled_run_event_is_reported_with_report_assertion_result(replay: Replay) -> None:
     graph = GmsGraph(HOST)
     replay.load("assertion_result")
     event = {
@@ -299,11 +313,62 @@ def test_recorded_run_event_is_reported_with_report_assertion_result(replay: Rep
             "nativeResults": {"message": "412 NULLs", "column": "rebate_amt"},
         },
     }
+    graph.read_back_waits = (0.0, 0.05, 0.05)
     receipt = graph.write_aspect(GUARD, "assertionRunEvent", event)
-    assert receipt.written and "read back" in receipt.detail
+    # run events are indexed asynchronously: the first read found nothing, the second did
+    assert receipt.written and "reported, read back after" in receipt.detail
 
 
-def test_recorded_structured_property_is_patched_alone_and_typed_by_its_definition(
+_run_event = run_event
+
+
+def test_modelled_a_result_not_indexed_within_the_wait_is_not_reported_written(
+    replay: Replay,
+) -> None:
+    graph = GmsGraph(HOST)
+    replay.load("assertion_result")
+    replay.queue[2] = replay.queue[1]  # still not indexed at the last read
+    graph.read_back_waits = (0.0, 0.05)
+    receipt = graph.write_aspect(GUARD, "assertionRunEvent", _run_event())
+    assert not receipt.written and "indexes run events asynchronously" in receipt.detail
+
+
+@pytest.fixture
+def old_server(monkeypatch: pytest.MonkeyPatch) -> Iterator[Replay]:
+    """A 1.5.0 server: no upsertCustomAssertion as the SDK sends it, no OWNERSHIP category."""
+    yield from _serve(monkeypatch, "connect_1_5")
+
+
+def test_modelled_operations_follow_the_servers_version(replay: Replay) -> None:
+    graph = GmsGraph(HOST)  # the version is read once, from /config, when connecting
+    assert graph.version == (1, 7, 0) and "1.7.0" in graph.server
+    assert graph.operation("custom_assertion") == "GraphQL upsertCustomAssertion"
+    assert graph.operation("assertion_result") == "GraphQL reportAssertionResult"
+
+
+def test_modelled_an_older_server_gets_the_assertion_as_aspects_every_1x_takes(
+    old_server: Replay,
+) -> None:
+    graph = GmsGraph(HOST)
+    assert graph.version == (1, 5, 0) and "1.5.0" in graph.server
+    assert "ingestProposal UPSERT assertionInfo" in graph.operation("custom_assertion")
+    old_server.load("custom_assertion_1_5", "assertion_result_1_5")
+    from upstream_dagster.datahub.aspects import guard_assertion
+
+    info = guard_assertion("not_null", RAW, "rebate_amt")
+    assert graph.write_aspect(GUARD, "assertionInfo", info).written
+    graph.read_back_waits = (0.0,)
+    result = graph.write_aspect(GUARD, "assertionRunEvent", _run_event())
+    assert result.written and "written as an assertionRunEvent" in result.detail
+    aspects = [
+        json.loads(r.body or b"{}")["proposal"]["aspectName"]
+        for r in old_server.sent
+        if urlsplit(r.url or "").path == "/aspects"
+    ]
+    assert aspects == ["assertionInfo", "assertionRunEvent"]  # no mutation was sent
+
+
+def test_modelled_structured_property_is_patched_alone_and_typed_by_its_definition(
     replay: Replay,
 ) -> None:
     from upstream_dagster.conformance.proposals import Change
@@ -328,7 +393,7 @@ def test_recorded_structured_property_is_patched_alone_and_typed_by_its_definiti
     assert len(reads) == 2
 
 
-def test_recorded_runbook_link_is_patched_in_keyed_by_its_url(replay: Replay) -> None:
+def test_modelled_runbook_link_is_patched_in_keyed_by_its_url(replay: Replay) -> None:
     from upstream_dagster.conformance.proposals import Change
     from upstream_dagster.datahub.changes import apply as write_change
 
@@ -350,7 +415,7 @@ def test_recorded_runbook_link_is_patched_in_keyed_by_its_url(replay: Replay) ->
     assert "wiki.acme" not in proposal["aspect"]["value"]
 
 
-def test_recorded_root_cause_column_tag_change_is_one_field_patch(replay: Replay) -> None:
+def test_modelled_root_cause_column_tag_change_is_one_field_patch(replay: Replay) -> None:
     from upstream_dagster.conformance.proposals import Change
     from upstream_dagster.datahub.changes import apply as write_change
 
@@ -366,7 +431,7 @@ def test_recorded_root_cause_column_tag_change_is_one_field_patch(replay: Replay
     assert "finance" not in proposal["aspect"]["value"]
 
 
-def test_recorded_large_batches_split_into_requests_under_datahubs_limits(
+def test_modelled_large_batches_split_into_requests_under_datahubs_limits(
     replay: Replay,
 ) -> None:
     """450 assertions: one search page, then five run-event requests of at most 100 URNs, each
@@ -421,8 +486,18 @@ def test_recorded_large_batches_split_into_requests_under_datahubs_limits(
     assert [len(b) for b in bodies] == [100, 100, 50]
 
 
-# -- the operations themselves, against DataHub's published schema ------------------------------
-SCHEMA_FILE = Path(__file__).parent / "recorded" / "datahub_schema.graphql"
+# -- the operations themselves, against DataHub's own schema -----------------------------------
+# The 35 files a DataHub 1.7 GMS loads, unchanged (tests/datahub_schema/SOURCE.md).
+SCHEMA_DIR = Path(__file__).parent / "datahub_schema"
+
+
+@functools.cache
+def _schema() -> Any:
+    import graphql
+
+    files = sorted(SCHEMA_DIR.glob("*.graphql"))
+    assert len(files) == 35, "DataHub's schema is 35 files"
+    return graphql.build_schema("\n".join(f.read_text() for f in files))
 
 
 def _documents() -> dict[str, str]:
@@ -455,7 +530,6 @@ def test_every_graphql_operation_is_listed_valid_and_under_datahubs_limits() -> 
 
     from upstream_dagster.datahub import graphql_ops
 
-    schema = graphql.build_schema(SCHEMA_FILE.read_text())
     docs = _documents()
     assert sorted(docs) == [
         "reportAssertionResult",
@@ -464,12 +538,11 @@ def test_every_graphql_operation_is_listed_valid_and_under_datahubs_limits() -> 
         "upstreamFindIncidents",
         "upstreamLineage",
         "upstreamRaiseIncident",
-        "upstreamReadIncident",
         "upstreamSearch",
         "upstreamUpdateIncidentStatus",
     ]
     for name, doc in docs.items():
-        assert graphql.validate(schema, graphql.parse(doc)) == [], name
+        assert graphql.validate(_schema(), graphql.parse(doc)) == [], name
         assert graphql_ops.measure(doc).within_limits(), name
     # every Python module that sends GraphQL takes its documents from graphql_ops
     package = Path(graphql_ops.__file__).parent.parent
@@ -478,43 +551,84 @@ def test_every_graphql_operation_is_listed_valid_and_under_datahubs_limits() -> 
             assert not re.search(r"(query|mutation)\s+\w+\s*\(\$", module.read_text()), module
 
 
-def test_every_recorded_exchange_sends_variables_datahubs_schema_accepts() -> None:
+def _graphql_exchanges() -> list[tuple[str, dict[str, Any]]]:
+    return [
+        (name, exchange)
+        for name, fixture in EXCHANGES.items()
+        if not name.startswith("_")
+        for exchange in fixture["exchanges"]
+        if "operation" in exchange
+    ]
+
+
+def test_every_exchange_sends_variables_datahubs_schema_accepts() -> None:
     """Enum values (FIELD, not COLUMN), required inputs and types, as GraphQL coerces them."""
     import graphql
     from graphql.execution.values import get_variable_values
 
-    schema = graphql.build_schema(SCHEMA_FILE.read_text())
     docs = _documents()
     seen = set()
-    for name, exchanges in EXCHANGES.items():
-        for exchange in exchanges if name != "_about" else []:
-            if "operation" not in exchange:
-                continue
-            op = exchange["operation"]
-            seen.add(op)
-            assert "expect_variables" in exchange, f"{name}: {op} records no variables"
-            (definition,) = graphql.parse(docs[op]).definitions
-            coerced = get_variable_values(
-                schema, definition.variable_definitions, exchange["expect_variables"]
-            )
-            assert not isinstance(coerced, list), f"{name}: {op}: {coerced}"
-    assert seen == set(docs)  # every operation has a recorded exchange
+    for name, exchange in _graphql_exchanges():
+        op = exchange["operation"]
+        seen.add(op)
+        assert "expect_variables" in exchange, f"{name}: {op} records no variables"
+        (definition,) = graphql.parse(docs[op]).definitions
+        coerced = get_variable_values(
+            _schema(), definition.variable_definitions, exchange["expect_variables"]
+        )
+        assert not isinstance(coerced, list), f"{name}: {op}: {coerced}"
+    assert seen == set(docs)  # every operation has a modelled exchange
 
 
-def test_schema_check_catches_a_wrong_enum_value() -> None:
+def _entity_type(value: Any, info: Any, abstract: Any) -> str:
+    """An entity's GraphQL type from its URN, as the server resolves it."""
+    kind = str(value["urn"]).split(":")[2]
+    return {"dataPlatform": "DataPlatform", "corpuser": "CorpUser"}.get(
+        kind, kind[0].upper() + kind[1:]
+    )
+
+
+def test_every_exchange_answers_in_a_shape_datahubs_schema_produces() -> None:
+    """Each modelled response is what executing its document over DataHub's schema returns
+    for that data: every field selected, typed and in the schema's enums, nothing extra."""
+    import graphql
+
+    docs = _documents()
+    for name, exchange in _graphql_exchanges():
+        response = exchange["response"]
+        if "errors" in response:
+            continue
+        result = graphql.execute_sync(
+            _schema(),
+            graphql.parse(docs[exchange["operation"]]),
+            root_value=response["data"],
+            variable_values=exchange["expect_variables"],
+            type_resolver=_entity_type,
+        )
+        assert result.errors is None, f"{name}: {result.errors}"
+        assert result.data == response["data"], name
+
+
+def test_schema_check_catches_a_wrong_enum_value_and_a_response_field_not_in_the_schema() -> None:
     import graphql
     from graphql.execution.values import get_variable_values
 
-    from upstream_dagster.datahub.graphql_ops import RAISE_INCIDENT
+    from upstream_dagster.datahub.graphql_ops import RAISE_INCIDENT, SEARCH
 
-    schema = graphql.build_schema(SCHEMA_FILE.read_text())
     (definition,) = graphql.parse(RAISE_INCIDENT).definitions
     bad = {"input": {"type": "COLUMN", "resourceUrns": [LEDGER]}}
-    errors = get_variable_values(schema, definition.variable_definitions, bad)
+    errors = get_variable_values(_schema(), definition.variable_definitions, bad)
     assert isinstance(errors, list) and "COLUMN" in str(errors[0])
+    wrong = {"scrollAcrossEntities": {"nextScrollId": None, "count": 1, "total": 1,
+             "searchResults": [{"entity": {"urn": LEDGER, "type": "TABLE"}}]}}  # fmt: skip
+    done = graphql.execute_sync(
+        _schema(), graphql.parse(SEARCH), root_value=wrong, type_resolver=_entity_type,
+        variable_values={"input": {"query": "*"}},
+    )  # fmt: skip
+    assert done.errors and "TABLE" in str(done.errors[0])  # EntityType has no TABLE
 
 
-def test_recorded_patch_whose_value_is_missing_on_read_back_is_not_written(
+def test_modelled_patch_whose_value_is_missing_on_read_back_is_not_written(
     replay: Replay,
 ) -> None:
     from upstream_dagster.conformance.proposals import Change
@@ -527,7 +641,7 @@ def test_recorded_patch_whose_value_is_missing_on_read_back_is_not_written(
     assert not receipt.written and "did not read back" in receipt.detail
 
 
-def test_recorded_column_tag_is_patched_onto_the_field_alone(replay: Replay) -> None:
+def test_modelled_column_tag_is_patched_onto_the_field_alone(replay: Replay) -> None:
     graph = GmsGraph(HOST)
     replay.load("field_tag_patch")
     wanted = {
@@ -550,15 +664,40 @@ def test_recorded_column_tag_is_patched_onto_the_field_alone(replay: Replay) -> 
     assert "finance" not in proposal["aspect"]["value"]
 
 
-def test_recorded_aspect_history_reads_versions_until_gms_has_no_more(replay: Replay) -> None:
+def test_modelled_aspect_history_reads_versions_until_gms_has_no_more(replay: Replay) -> None:
     graph = GmsGraph(HOST)
     replay.load("aspect_history")
     versions = graph.aspect_history(LEDGER, "ownership")
-    assert [len(v.value["owners"]) for v in versions] == [1, 2]
+    # versions 1..N are the earlier values, oldest first; version 0 is the current one and
+    # comes last: an aspect written once has a history of one
+    assert [len(v.value["owners"]) for v in versions] == [1, 2, 3]
+    assert [v.version for v in versions] == [1, 2, 3]
     assert versions.fallback and "version by version" in versions.fallback
 
 
-def test_recorded_whole_graph_lineage_is_searched_then_read_in_batches(replay: Replay) -> None:
+def test_modelled_timeline_asks_from_the_beginning_and_names_ownership_as_the_server_does(
+    replay: Replay,
+) -> None:
+    """Without a start the server looks back seven days only (TimelineServiceImpl), so every
+    request names one; OWNER became OWNERSHIP in 1.6 and an older server is asked OWNER."""
+    new = GmsGraph(HOST)  # a 1.7 server
+    replay.load("timeline_ownership")
+    (tx,) = new.timeline(LEDGER, ["OWNERSHIP"])
+    assert [e.category for e in tx.events] == ["OWNERSHIP"]
+
+
+def test_modelled_an_older_server_is_asked_for_owner_and_its_events_read_as_ownership(
+    old_server: Replay,
+) -> None:
+    old = GmsGraph(HOST)
+    old_server.load("timeline_owner_1_5")
+    (tx,) = old.timeline(LEDGER, ["OWNERSHIP"])
+    assert [(e.category, e.parameters["ownerUrn"]) for e in tx.events] == [
+        ("OWNERSHIP", "urn:li:corpuser:bo")
+    ]
+
+
+def test_modelled_whole_graph_lineage_is_searched_then_read_in_batches(replay: Replay) -> None:
     """`lineage_edges` (the dial's lineage slice): one search per entity kind, then the lineage
     aspects of what was found, batched per entity type."""
     graph = GmsGraph(HOST)
@@ -599,7 +738,7 @@ def test_recorded_whole_graph_lineage_is_searched_then_read_in_batches(replay: R
     assert edges == {(STG, LEDGER), (LEDGER, "urn:li:dashboard:(looker,l)")}
 
 
-def test_recorded_refused_mutation_is_a_receipt_not_a_crash(replay: Replay) -> None:
+def test_modelled_refused_mutation_is_a_receipt_not_a_crash(replay: Replay) -> None:
     """A GMS that answers a mutation with a GraphQL error (here: no privilege) leaves a receipt
     that says so; a write-back in progress goes on and keeps the pre-images it has."""
     graph = GmsGraph(HOST)
@@ -619,7 +758,7 @@ def test_recorded_refused_mutation_is_a_receipt_not_a_crash(replay: Replay) -> N
     assert "refused" in receipt.detail and "Unauthorized" in receipt.detail
 
 
-def test_recorded_investigation_reads_a_node_as_siblings_profiles_and_its_timeline(
+def test_modelled_investigation_reads_a_node_as_siblings_profiles_and_its_timeline(
     replay: Replay,
 ) -> None:
     """On a server an investigated node costs three requests: its siblings (batchGet), its
@@ -647,7 +786,7 @@ def test_recorded_investigation_reads_a_node_as_siblings_profiles_and_its_timeli
     assert graph.counter.calls == 3  # one request each (the connect is not counted)
 
 
-def test_recorded_a_servers_node_reads_replay_from_the_incident_record(replay: Replay) -> None:
+def test_modelled_a_servers_node_reads_replay_from_the_incident_record(replay: Replay) -> None:
     """What an investigation on a server read (siblings, profiles, timeline) is kept in its
     record and answers the same questions again with no DataHub at all."""
     from upstream_dagster.datahub.probe import read_history, schema_changes
@@ -660,3 +799,33 @@ def test_recorded_a_servers_node_reads_replay_from_the_incident_record(replay: R
     assert calls == [("histories", 2), ("timeline", 1)]
     again = ReplayGraph(json.loads(json.dumps(live.reads)), live.capabilities)
     assert schema_changes(again, RAW_DBT, read_history(again, RAW_DBT)) == events
+
+
+def test_the_capture_script_records_what_each_modelled_fixture_holds(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`python -m upstream_dagster.evaluation.capture` makes each test's calls and keeps every
+    exchange; run against the modelled server, it writes the modelled fixtures back: the same
+    requests in the same order, the same answers, in the format the tests replay."""
+    from upstream_dagster.evaluation import capture
+
+    server = Replay()
+    recorder = capture.Recorder(inner=server)
+    original = requests.Session.get_adapter
+    monkeypatch.setattr(
+        requests.Session,
+        "get_adapter",
+        lambda self, url: recorder if url.startswith(HOST) else original(self, url),
+    )
+    server.load("connect", *capture.SCENES)
+    found = capture.capture(lambda: GmsGraph(HOST), recorder, modelled={})
+    assert not server.queue  # every modelled exchange was asked for, in order
+
+    def shape(ex: dict[str, Any]) -> tuple[Any, ...]:
+        keys = ("method", "path", "operation", "expect_variables", "response")
+        return tuple(ex.get(k) for k in keys)
+
+    assert set(found) == {"connect", *capture.SCENES}
+    for name, fixture in found.items():
+        want = [shape(e) for e in EXCHANGES[name]["exchanges"]]
+        assert [shape(e) for e in fixture["exchanges"]] == want, name
