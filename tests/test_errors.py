@@ -64,3 +64,27 @@ def test_failing_dbt_build_names_the_model_and_the_fix(estate: Settings) -> None
     assert "fct_broken" in err.value.problem and "no_such_column" in err.value.problem
     assert "dbt build failed" in err.value.problem
     assert "fix the model SQL" in err.value.problem or "models" in err.value.fix
+
+
+def _fails_in_a_worker(n: int) -> int:
+    if n == 1:
+        raise UpstreamError("the case broke in its worker", "read the case's own error")
+    return n
+
+
+def test_an_error_in_one_worker_comes_back_whole_and_spares_the_case_beside_it() -> None:
+    """`upstream eval` runs cases in worker processes: an UpstreamError raised in one must come
+    back as itself (problem and fix) without breaking the pool for the others."""
+    import multiprocessing
+    import pickle
+    from concurrent.futures import ProcessPoolExecutor
+
+    again = pickle.loads(pickle.dumps(UpstreamError("p", "f")))
+    assert (type(again), again.problem, again.fix) == (UpstreamError, "p", "f")
+    ctx = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=1, mp_context=ctx) as pool:
+        broken, fine = pool.submit(_fails_in_a_worker, 1), pool.submit(_fails_in_a_worker, 2)
+        with pytest.raises(UpstreamError, match="broke in its worker") as raised:
+            broken.result(timeout=60)
+        assert raised.value.fix == "read the case's own error"
+        assert fine.result(timeout=60) == 2

@@ -169,3 +169,27 @@ def test_writes_return_receipts_and_bad_values_are_refused(estate: Settings) -> 
         assert "globalTags" not in graph.get_aspects([REVENUE], ["globalTags"]).get(REVENUE, {})
     finally:
         graph.close()
+
+
+def test_two_runs_sharing_a_time_stamp_read_latest_as_the_one_received_last(
+    estate: Settings,
+) -> None:
+    """A freshness failure right after a clean build under the pinned clock: both runs carry
+    the same time. The latest is the one DataHub received last, on every read, whatever the
+    run ids (ordered by a random id, the incident fired about half the time)."""
+    from upstream_dagster.datahub.signals import report_run
+
+    urn = "urn:li:assertion:same-stamp"
+    dataset = "urn:li:dataset:(urn:li:dataPlatform:dbt,warehouse.marts.agg_daily_revenue,PROD)"
+    graph = open_graph(estate)
+    try:
+        for run_id, passed in (("zzz-clean-build", True), ("aaa-freshness", False)):
+            report_run(graph, urn, dataset, passed, {"message": run_id}, 1_795_000_000_000, run_id)
+        for _ in range(3):
+            (latest,) = [r for r in graph.assertion_runs([dataset]) if r.assertion_urn == urn]
+            assert (latest.result, latest.run_id) == ("FAILURE", "aaa-freshness")
+        every = [r.run_id for r in graph.assertion_runs([dataset], latest_only=False)
+                 if r.assertion_urn == urn]  # fmt: skip
+        assert every == ["zzz-clean-build", "aaa-freshness"]
+    finally:
+        graph.close()

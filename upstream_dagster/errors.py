@@ -11,6 +11,11 @@ class UpstreamError(Exception):
         self.fix = fix
         super().__init__(f"{problem}\n  fix: {fix}")
 
+    def __reduce__(self) -> tuple[type[UpstreamError], tuple[str, str]]:
+        # rebuilt from problem and fix: an error raised in a worker process comes back whole
+        # (the default rebuilds from the one formatted message, which __init__ cannot take)
+        return (type(self), (self.problem, self.fix))
+
 
 class DataHubUnavailable(UpstreamError):
     """The configured DataHub (Lite file or GMS) cannot be used."""

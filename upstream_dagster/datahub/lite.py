@@ -335,7 +335,8 @@ class LiteGraph:
         ordering by ``timestampMillis`` over all versions gives DataHub's true latest.
         """
         sql = (
-            f"SELECT metadata FROM {TABLE} WHERE aspect_name = 'assertionRunEvent' AND version > 0"
+            f"SELECT metadata, version FROM {TABLE} "
+            "WHERE aspect_name = 'assertionRunEvent' AND version > 0"
         )
         params: list[Any] = []
         if asserted_urns is not None:
@@ -346,27 +347,28 @@ class LiteGraph:
         if since_ms is not None:
             sql += " AND json_extract(metadata, '$.timestampMillis') > ?"
             params.append(since_ms)
-        runs = []
-        for (metadata,) in self._q("assertions", sql, params):
+        received: list[tuple[int, AssertionRun]] = []
+        for metadata, version in self._q("assertions", sql, params):
             event = orjson.loads(metadata)
-            runs.append(
-                AssertionRun(
-                    assertion_urn=event["assertionUrn"],
-                    asserted_urn=event.get("asserteeUrn", ""),
-                    timestamp_ms=int(event["timestampMillis"]),
-                    result=str((event.get("result") or {}).get("type", "ERROR")),
-                    run_id=str(event.get("runId", "")),
-                    native=tuple(
-                        sorted(
-                            (str(k), str(v))
-                            for k, v in (
-                                (event.get("result") or {}).get("nativeResults") or {}
-                            ).items()
-                        )
-                    ),
-                )
+            run = AssertionRun(
+                assertion_urn=event["assertionUrn"],
+                asserted_urn=event.get("asserteeUrn", ""),
+                timestamp_ms=int(event["timestampMillis"]),
+                result=str((event.get("result") or {}).get("type", "ERROR")),
+                run_id=str(event.get("runId", "")),
+                native=tuple(
+                    sorted(
+                        (str(k), str(v))
+                        for k, v in ((event.get("result") or {}).get("nativeResults") or {}).items()
+                    )
+                ),
             )
-        runs.sort(key=lambda r: (r.timestamp_ms, r.assertion_urn, r.run_id))
+            received.append((int(version), run))
+        # By the event's own time, then in the order DataHub received them (each event of one
+        # assertion is a new version): two runs sharing a time stamp give the same answer on
+        # every read, never one picked by a run id.
+        received.sort(key=lambda vr: (vr[1].timestamp_ms, vr[1].assertion_urn, vr[0]))
+        runs = [r for _, r in received]
         if not latest_only:
             return list(dict.fromkeys(runs))
         latest: dict[str, AssertionRun] = {}

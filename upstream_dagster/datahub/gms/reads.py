@@ -213,13 +213,15 @@ class GmsReads(GmsClient):
                 RUN_EVENTS,
                 {"urns": list(chunk), "limit": 1 if latest_only else 100, "start": since_ms},
             )
-            for e in run_events(data):
+            # the server answers newest first; reversed, ties keep the order it received them
+            for e in reversed(run_events(data)):
                 if asserted_urns is not None and e.get("asserteeUrn") not in asserted_urns:
                     continue
                 if since_ms is not None and int(e["timestampMillis"]) <= since_ms:
                     continue
                 runs.append(assertion_run(e))
-        runs.sort(key=lambda r: (r.timestamp_ms, r.assertion_urn, r.run_id))
+        # a stable sort: two runs sharing a time stamp never swap on a run id
+        runs.sort(key=lambda r: (r.timestamp_ms, r.assertion_urn))
         if latest_only:
             latest = {r.assertion_urn: r for r in runs}
             return sorted(latest.values(), key=lambda r: (r.timestamp_ms, r.assertion_urn))
