@@ -62,8 +62,20 @@ def test_failing_dbt_build_names_the_model_and_the_fix(estate: Settings) -> None
     with pytest.raises(UpstreamError) as err:
         run_job(estate, "estate_refresh")
     assert "fct_broken" in err.value.problem and "no_such_column" in err.value.problem
-    assert "dbt build failed" in err.value.problem
+    assert "could not build 1 model" in err.value.problem
     assert "fix the model SQL" in err.value.problem or "models" in err.value.fix
+    # the build failed loudly, and DataHub was told all the same: a failing build check with
+    # dbt's own error on the model, which the failed_builds sensor turns into an incident
+    from upstream_dagster.datahub import open_graph
+    from upstream_dagster.datahub.incidents import failed_build_runs
+
+    graph = open_graph(estate)
+    try:
+        (failed,) = failed_build_runs(graph)
+    finally:
+        graph.close()
+    assert failed.asserted_urn.endswith("marts.fct_broken,PROD)")
+    assert "no_such_column" in dict(failed.native)["message"]
 
 
 def _fails_in_a_worker(n: int) -> int:

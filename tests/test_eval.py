@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 import shutil
 from pathlib import Path
+from typing import get_args
 
 import pytest
 from typer.testing import CliRunner
@@ -14,10 +15,11 @@ from typer.testing import CliRunner
 from upstream_dagster import settings as settings_mod
 from upstream_dagster.cli import app
 from upstream_dagster.errors import UpstreamError
-from upstream_dagster.evaluation.draw import Estate, draw, reaches_check, read_estate
+from upstream_dagster.evaluation.draw import COLUMN_KINDS, Estate, draw, read_estate
 from upstream_dagster.evaluation.grid import Grid
 from upstream_dagster.evaluation.replay import replay
 from upstream_dagster.evaluation.runner import EVAL_CLOCK, load_cases, replay_case
+from upstream_dagster.evaluation.scenario import FaultKind
 from upstream_dagster.services.incident_record import conclusion
 from upstream_dagster.spec import load_estate
 from upstream_dagster.state import records
@@ -146,33 +148,41 @@ def test_a_live_subset_runs_through_upstream_eval_and_its_records_replay(
     assert not (settings_mod.load().state_dir / "warehouse.duckdb").exists()  # copies only
 
 
-def test_random_faults_are_seeded_and_their_expectation_follows_lineage(
+def test_random_faults_are_seeded_and_expect_the_relation_they_were_put_on(
     shared_estate: settings_mod.Settings,
 ) -> None:
     estate = read_estate(shared_estate)
-    first, again, other = draw(estate, 8, 3), draw(estate, 8, 3), draw(estate, 8, 4)
+    first, again, other = draw(estate, 12, 3), draw(estate, 12, 3), draw(estate, 12, 4)
     assert first == again and first != other
+    assert estate.models and set(estate.relations) - estate.models  # models and feeds both
     for case in first:
         (fault,) = case.faults
-        assert fault.table in estate.feeds  # a feed: in lineage with no upstream of its own
+        assert fault.table in estate.candidates()  # its fault can reach a check
         cause = case.expect.root_cause
-        assert case.expect.abstain or (cause and cause.dataset == fault.relation)
-        assert reaches_check(estate, fault.table, fault.column) == (not case.expect.abstain)
+        assert cause is not None and cause.dataset == fault.relation
+        assert cause.column == (fault.column if fault.kind in COLUMN_KINDS else None)
 
 
-def test_a_fault_that_reaches_no_checked_column_expects_an_abstention() -> None:
+def test_the_draw_covers_every_fault_kind_on_feeds_and_models_and_never_an_unchecked_branch() -> (
+    None
+):
     estate = Estate(
-        feeds={"raw.a": [("x", "INTEGER"), ("y", "INTEGER")]},
-        downstream={"raw.a": {"mart.b"}},
-        column_downstream={("raw.a", "x"): {("mart.b", "total")}, ("raw.a", "y"): set()},
-        checked={"mart.b"},
-        checked_columns={("mart.b", "total")},
+        relations={
+            "raw.a": [("x", "INTEGER"), ("d", "DATE"), ("s", "VARCHAR")],
+            "stg.b": [("x", "INTEGER"), ("d", "DATE")],
+            "mart.c": [("total", "DOUBLE")],
+            "raw.z": [("y", "INTEGER")],  # feeds nothing a check reads
+        },
+        models={"stg.b", "mart.c"},
+        downstream={"raw.a": {"stg.b"}, "stg.b": {"mart.c"}, "raw.z": {"stg.q"}},
+        checked={"mart.c"},
     )
-    assert reaches_check(estate, "raw.a", "x")
-    assert not reaches_check(estate, "raw.a", "y")  # y feeds nothing a check reads
-    assert reaches_check(estate, "raw.a", None)  # lost rows reach the checked mart
-    drawn = draw(estate, 12, 1)
-    assert {c.expect.abstain for c in drawn} == {True, False}
+    drawn = draw(estate, 300, 1)
+    kinds = {(c.faults[0].kind, c.faults[0].table in estate.models) for c in drawn}
+    assert {k for k, _ in kinds} == set(get_args(FaultKind))
+    assert ("skip_model", False) not in kinds  # a feed is not built, so it cannot be skipped
+    assert ("null_column", True) in kinds and ("rename_column", False) in kinds
+    assert all(c.faults[0].table != "raw.z" for c in drawn)
 
 
 def test_the_grid_names_each_missed_target_and_by_how_much() -> None:
@@ -200,3 +210,29 @@ def test_the_grid_names_each_missed_target_and_by_how_much() -> None:
     assert gap.misses() == grid.misses() and "1 fault(s) reached a checked asset" in gap.gaps()
     worse = Grid((*grid.results, r("e", "abstain", False, False, 1.0), r("f", "x.y", 0, 0, 1.0)))
     assert "separation 0.200, target >= 0.30 (short by 0.100)" in " ".join(worse.misses())
+
+
+def test_the_grid_reports_a_reliability_table_and_the_expected_calibration_error() -> None:
+    from upstream_dagster.evaluation.grid import Result, table
+
+    def r(case: str, right: bool, conf: float, expected: str = "raw.a") -> Result:
+        return Result(case, 1, expected, True, "raw.a", right, conf >= 0.7, conf, 1.0, 5, False, "")
+
+    # 0.9 confident and always right; 0.3 confident and right one time in three
+    calibrated = Grid(
+        (
+            *(r(f"h{i}", True, 0.9) for i in range(9)),
+            r("h9", False, 0.9),
+            r("l0", True, 0.3),
+            r("l1", False, 0.3),
+            r("l2", False, 0.3),
+        )
+    )
+    assert calibrated.reliability() == [(0.2, 0.4, 3, 0.3, 0.333), (0.8, 1.0, 10, 0.9, 0.9)]
+    assert calibrated.ece == round(3 / 13 * (1 / 3 - 0.3), 3)
+    assert not any("calibration" in m for m in calibrated.misses())
+    # every conclusion at 0.70, half of them wrong: the miss is named with its size
+    piled = Grid(tuple(r(f"p{i}", i % 2 == 0, 0.7) for i in range(10)))
+    assert piled.ece == 0.2
+    assert "expected calibration error 0.200, target <= 0.10" in " ".join(piled.misses())
+    assert "| 0.6-0.8 | 10 | 0.70 | 0.50 |" in table(piled.results)

@@ -140,3 +140,53 @@ def _chained(
         sensor_name=name, dagster_event=success, dagster_instance=instance, dagster_run=run
     )
     return defs.resolve_sensor_def(name)(context)
+
+
+def test_a_build_that_fails_opens_an_incident_whose_patch_makes_it_build_again(
+    estate: settings_mod.Settings,
+) -> None:
+    """The loud failure: a feed renames a column a model names outright, and dbt cannot build
+    the model. The refresh still tells DataHub (a failing build check carrying dbt's error),
+    the failed_builds sensor opens the incident from the failed run, the investigation reads
+    the error and the feed's timeline, and the approved patch makes the model build again."""
+    from upstream_dagster.datahub.signals import is_build_check
+    from upstream_dagster.definitions import build
+    from upstream_dagster.runs import dagster_instance
+
+    report = break_estate(estate, load_scenario(ROOT / "scenarios/loud_rename.yaml"))
+    assert report.build_failed
+    defs = build(estate)
+    instance = dagster_instance(estate)
+    run = instance.get_run_by_id(report.run_id)
+    assert run is not None and run.status == dg.DagsterRunStatus.FAILURE
+    (failure,) = [
+        e.dagster_event
+        for e in instance.all_logs(run.run_id)
+        if e.dagster_event and e.dagster_event.event_type_value == "PIPELINE_FAILURE"
+    ]
+    context = dg.build_run_status_sensor_context(
+        sensor_name="failed_builds",
+        dagster_event=failure,
+        dagster_instance=instance,
+        dagster_run=run,
+        resources=defs.resources,
+    ).for_run_failure()
+    (request,) = list(defs.resolve_sensor_def("failed_builds")(context))
+    assert request.partition_key in instance.get_dynamic_partitions("incidents")
+    with dg.build_sensor_context(
+        instance=instance, definitions=defs, resources=defs.resources
+    ) as ctx:  # the build's incident is not opened twice by the assertion sensor
+        polled = defs.resolve_sensor_def("failing_assertions")(ctx)
+        assert all(r.partition_key != request.partition_key for r in polled.run_requests)
+
+    (outcome,) = investigate_failing(estate)
+    v = outcome.verdict
+    assert outcome.key == request.partition_key
+    assert is_build_check(v.check.assertion) and v.symptom.endswith("staging.stg_orders,PROD)")
+    assert v.concluded and v.cause.endswith("shop.orders,PROD)") and v.column == "promo_code"
+    assert v.failure_class == "rename"
+    claims = " ".join(e.claim for e in v.ledger)
+    assert "promotion_code" in claims and "names promo_code" in claims  # dbt's error, cited
+    assert v.simulation[:2] == (True, True)  # the patched model builds in the sandbox
+    done = approve(estate, outcome, "alice")
+    assert done.resolved is True, done.check_after_fix

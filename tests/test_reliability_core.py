@@ -391,3 +391,138 @@ def test_a_change_seen_on_the_warehouse_twin_counts_once_at_its_first_sighting()
     ]
     both = merged_schema_events(schema_events("urn:x", again), [schema_events("urn:x", again)])
     assert [e.at_ms for e in both if (e.operation, e.column) == ("REMOVE", "fee")] == [200, 400]
+
+
+# -- issue 17: diagnosis that holds on incidents nobody wrote a case for ----------------------
+def test_a_tie_goes_to_the_upstream_only_when_it_explains_the_downstream() -> None:
+    """Two hypotheses at one confidence are never ordered by name: the upstream one comes
+    first when column lineage carries its failure to the other's; otherwise the verdict
+    abstains naming the probe that would split them."""
+    from upstream_dagster.reliability.evidence import Hypothesis
+    from upstream_dagster.reliability.investigate import settle_ties
+    from upstream_dagster.reliability.verdict import unsettled
+    from upstream_dagster.reliability.walk import Investigation
+
+    up, down = urn("zz.origin"), urn("aa.copy")  # by name, the downstream would sort first
+    tied = Score(1, 1, 1, 0, 0, 0, 0, hard=True)
+
+    def inv_for(edges_connect: bool) -> tuple[Investigation, tuple[Any, ...]]:
+        inv = Investigation(Trigger(MART, FailingCheck("a", "c", "total", 2_000), W))
+        inv.upstream = {MART: (down,), down: (up,)}
+        inv.ranked = [
+            (Hypothesis(down, "amount", "null_jump", (0,), (down, MART)), tied),
+            (Hypothesis(up, "amt", "null_jump", (1,), (up, down, MART)), tied),
+        ]
+        edges = (((up, "amt"), (down, "amount")),) if edges_connect else ()
+        return inv, edges
+
+    explained, edges = inv_for(True)
+    settle_ties(explained, edges)
+    assert explained.ranked[0][0].cause == up and not explained.tie
+    unexplained, edges = inv_for(False)
+    settle_ties(unexplained, edges)
+    assert "zz.origin" in unexplained.tie and "aa.copy" in unexplained.tie
+    assert "query both" in unsettled(unexplained, tuple(unexplained.ranked))
+
+
+def test_lost_rows_on_two_branches_tie_and_the_run_abstains_instead_of_picking_a_name() -> None:
+    check = FailingCheck("urn:li:assertion:v", "row volume", None, 2_000)
+    left, right = urn("crm.left_feed"), urn("crm.right_feed")
+    g = Graph(
+        views={
+            MART: NodeView(MART, "mart", (check,), profiles=profiles("x", 0, 0, (100, 40))),
+            left: NodeView(left, "left", profiles=profiles("x", 0, 0, (100, 40))),
+            right: NodeView(right, "right", profiles=profiles("x", 0, 0, (100, 40))),
+        },
+        ups={MART: (left, right)},
+    )
+    inv = investigate(Trigger(MART, check, W), g)
+    assert {h.cause for h, _ in inv.ranked[:2]} == {left, right}
+    assert inv.tie and "left_feed" in inv.tie and "right_feed" in inv.tie
+
+
+def test_a_model_the_build_skipped_is_found_when_its_only_upstream_is_a_feed() -> None:
+    """The feed keeps no run record; the build's own runs inside the window (any walked model
+    rebuilt in it) are what the skipped model is compared with."""
+    check = FailingCheck("urn:li:assertion:m", "revenue", "total", 2_000)
+    g = Graph(
+        views={
+            MART: NodeView(MART, "mart", (check,), last_run_ms=1_600),
+            STG: NodeView(STG, "stg.accounts", last_run_ms=800),  # before the window
+            INT: NodeView(INT, "int.accounts_daily", last_run_ms=1_500),
+            SRC: NodeView(SRC, "crm.accounts"),  # a feed: no run record
+        },
+        ups={MART: (STG, INT), STG: (SRC,)},
+    )
+    inv = investigate(Trigger(MART, check, W), g)
+    top = inv.ranked[0][0]
+    assert (top.cause, top.failure_class) == (STG, "not_rebuilt")
+
+
+def test_a_node_nothing_was_observed_on_does_not_make_its_downstream_an_origin() -> None:
+    """No profile, no check, no schema change: unknown, not healthy. The lost rows below it
+    are downstream of the rename above it, not a second origin."""
+    check = FailingCheck("urn:li:assertion:v", "row volume", None, 2_000)
+    g = renamed_estate()
+    g.views[STG] = NodeView(STG, "stg.accounts")  # nothing observed
+    g.views[MART] = NodeView(MART, "mart", (check,), profiles=profiles("x", 0, 0, (100, 40)))
+    inv = investigate(Trigger(MART, check, W), g)
+    assert [h.cause for h, _ in inv.ranked] == [SRC]
+
+
+def test_a_join_key_feeds_every_column_of_the_model_that_joins_on_it() -> None:
+    """Column lineage connects projected columns only: NULLs in a join key reach the mart's
+    total through the rows the join keeps, and that counts as lineage (not half support)."""
+    check = FailingCheck("urn:li:assertion:t", "total not zero", "total", 2_000)
+
+    def estate(row_edges: bool) -> Graph:
+        return Graph(
+            views={
+                MART: NodeView(MART, "mart", (check,), profiles=profiles("total", 0, 0, (90, 40))),
+                SRC: NodeView(SRC, "crm.accounts", profiles=profiles("acct_key", 0.0, 0.7)),
+            },
+            ups={MART: (SRC,)},
+            columns=(((SRC, "amount"), (MART, "total")),)
+            + ((((SRC, "ACCT_KEY"), (MART, "*")),) if row_edges else ()),
+        )
+
+    with_rows = investigate(Trigger(MART, check, W), estate(True))
+    without = investigate(Trigger(MART, check, W), estate(False))
+    top, score = with_rows.ranked[0]
+    assert (top.cause, top.column) == (SRC, "acct_key")
+    assert any("feeds" in with_rows.ledger[i].claim for i in top.cites)
+    assert score.confidence > without.ranked[0][1].confidence
+
+
+def test_a_build_error_naming_the_column_an_upstream_renamed_is_cited() -> None:
+    """The loud failure: the model cannot build, dbt's error names the old column, the feed's
+    timeline shows the rename. The error and the change are one event."""
+    error = (
+        'Binder Error: Referenced column "acct_status" not found in FROM clause! '
+        'Candidate bindings: "account_status"'
+    )
+    build = FailingCheck("urn:li:assertion:b", "dbt build of the model", None, 2_000, error)
+    g = renamed_estate()
+    g.views[STG] = NodeView(STG, "stg.accounts", (build,))
+    inv = investigate(Trigger(STG, build, W), g)
+    top, score = inv.ranked[0]
+    assert (top.cause, top.column, top.failure_class) == (SRC, "acct_status", "rename")
+    named = [inv.ledger[i] for i in top.cites if inv.ledger[i].kind == "run_record"]
+    assert named and "names acct_status" in named[0].claim
+    assert score.diversity == 1.0
+
+
+def test_row_columns_are_the_ones_that_decide_which_rows_a_query_returns() -> None:
+    from upstream_dagster.reliability.sqlcols import row_columns
+
+    sql = """
+        with recent as (select * from raw.events where kind <> 'test')
+        select a.region, count(*) as n
+        from recent as e join dim.accounts as a on e.acct_key = a.acct_key
+        left join dim.plans using (plan_code)
+        group by 1
+        having sum(e.amount) > 0
+        qualify row_number() over (partition by a.region order by n desc) = 1
+    """
+    assert row_columns(sql) == {"kind", "acct_key", "plan_code", "region", "amount", "n"}
+    assert row_columns("select * from (((") == frozenset()

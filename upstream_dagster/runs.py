@@ -16,6 +16,7 @@ import dagster as dg
 from upstream_dagster.conformance.plan import Plan
 from upstream_dagster.conformance.score import Dial
 from upstream_dagster.definitions import build
+from upstream_dagster.defs.estate import OUTCOME as BUILD_OUTCOME
 from upstream_dagster.defs.remediation import DRIVER_TAG, INCIDENT_TAG
 from upstream_dagster.defs.resources import WRITEBACK_POOL
 from upstream_dagster.errors import UpstreamError
@@ -85,6 +86,10 @@ def failure_message(result: dg.ExecuteInProcessResult) -> str:
     return "the run failed; open the Dagster UI (`make ui`) to read its log"
 
 
+def failed_steps(result: dg.ExecuteInProcessResult) -> set[str]:
+    return {e.step_key for e in result.all_events if e.is_step_failure and e.step_key}
+
+
 def run_job(
     settings: Settings,
     job_name: str,
@@ -92,13 +97,17 @@ def run_job(
     tags: dict[str, str] | None = None,
     selection: list[dg.AssetKey] | None = None,
     partition: str | None = None,
+    loud_build_ok: bool = False,
 ) -> dg.ExecuteInProcessResult:
     """One job, in this process, on the state folder's instance; a failed run raises
-    `UpstreamError` naming what failed."""
+    `UpstreamError` naming what failed. With ``loud_build_ok``, a run whose only failure is the
+    build's outcome (dbt could not build a model, and DataHub was told) is returned."""
     instance = dagster_instance(settings)
     job = build(settings).resolve_job_def(job_name)
     # The command line shows warnings only; the full log is in the Dagster UI for every run.
-    config = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}, **(run_config or {})}
+    # A loud build failure the caller expects is reported by the caller, not as a traceback.
+    level = "CRITICAL" if loud_build_ok else "WARNING"
+    config = {"loggers": {"console": {"config": {"log_level": level}}}, **(run_config or {})}
     # dagster-dbt echoes every dbt log line to stdout; a command prints its own summary, and
     # the full log stays in the run's event log (the Dagster UI).
     with contextlib.redirect_stdout(io.StringIO()):
@@ -110,7 +119,7 @@ def run_job(
             asset_selection=selection,
             partition_key=partition,
         )
-    if not result.success:
+    if not result.success and not (loud_build_ok and failed_steps(result) == {BUILD_OUTCOME}):
         raise UpstreamError(
             f"the Dagster job {job_name} failed ({failure_message(result)})",
             "read the message above; the run's full log is in the Dagster UI "

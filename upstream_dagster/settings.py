@@ -21,6 +21,9 @@ class Settings:
     gms_token: str | None
     dbt_source_dir: Path
     estate_file: Path
+    # SQL that loads the raw feeds of an estate other than the demo (UPSTREAM_FEEDS); None: the
+    # demo's own generator.
+    feeds_sql: Path | None = None
 
     # Everything Upstream keeps on disk lives under state_dir (git-ignored), never in $HOME.
     @property
@@ -60,6 +63,7 @@ def load() -> Settings:
     state = Path(os.environ.get("UPSTREAM_STATE_DIR", root / ".upstream")).resolve()
     dbt_src = Path(os.environ.get("UPSTREAM_DBT_SOURCE", root / "dbt_demo")).resolve()
     estate = Path(os.environ.get("UPSTREAM_ESTATE", root / "estate.yaml")).resolve()
+    feeds = os.environ.get("UPSTREAM_FEEDS")
     return Settings(
         project_root=root,
         state_dir=state,
@@ -67,4 +71,5 @@ def load() -> Settings:
         gms_token=os.environ.get("DATAHUB_GMS_TOKEN") or None,
         dbt_source_dir=dbt_src,
         estate_file=estate,
+        feeds_sql=Path(feeds).resolve() if feeds else None,
     )

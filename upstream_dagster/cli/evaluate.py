@@ -36,10 +36,17 @@ def break_(
         out.print(f"  {table} was not rebuilt")
     for urn in report.flaky:
         out.print(f"  {urn} reported a failure with no change in the data")
-    out.print(
-        "Every job stayed green. The failing_assertions sensor picks up what failed in DataHub; "
-        "or run `upstream investigate` now."
-    )
+    if report.build_failed:
+        out.print(
+            f"The refresh failed (run {report.run_id}): dbt could not build a model. DataHub "
+            "holds a failing build check with dbt's error; the failed_builds sensor opens the "
+            "incident, or run `upstream investigate` now."
+        )
+    else:
+        out.print(
+            "Every job stayed green. The failing_assertions sensor picks up what failed in "
+            "DataHub; or run `upstream investigate` now."
+        )
 
 
 @app.command()

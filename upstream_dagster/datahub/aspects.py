@@ -61,6 +61,23 @@ def monitor_assertion(
     )
 
 
+BUILD_PROPERTY = "upstream_build"
+
+
+def build_assertion(dataset: str) -> Json:
+    """A model's build as a check: fails when the build could not write the model (a loud
+    failure), with the builder's error in the run event. DataHub's own dbt source records the
+    run as a dataProcessInstance without the error; this is what a sensor and an incident can
+    hold on to."""
+    return assertion_info(
+        dataset,
+        label="Upstream build check: dbt build",
+        logic="dbt build",
+        description="dbt build of the model",
+        properties={BUILD_PROPERTY: "dbt"},
+    )
+
+
 def guard_assertion(rule: str, dataset: str, column: str) -> Json:
     """A guard an incident leaves at the cause (schema contract, not-null)."""
     return assertion_info(

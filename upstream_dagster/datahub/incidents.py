@@ -15,6 +15,7 @@ from upstream_dagster.datahub.model import (
 )
 from upstream_dagster.datahub.probe import profiles_of, read_history
 from upstream_dagster.datahub.protocol import MetadataGraph
+from upstream_dagster.datahub.signals import is_build_check
 from upstream_dagster.errors import UpstreamError
 from upstream_dagster.reliability.health import GRACE_MS, FailingCheck, Window
 from upstream_dagster.reliability.walk import Memory, Trigger
@@ -57,6 +58,15 @@ def failing_now(graph: MetadataGraph, urn: str | None = None) -> list[AssertionR
     return list(first.values())
 
 
+def failed_build_runs(graph: MetadataGraph) -> list[AssertionRun]:
+    """The models whose latest build failed: their build checks' latest run events."""
+    latest: dict[str, AssertionRun] = {}
+    for run in graph.assertion_runs():
+        if is_build_check(run.assertion_urn):
+            latest[run.assertion_urn] = run
+    return [r for r in latest.values() if r.result in ("FAILURE", "ERROR")]
+
+
 @dataclass(frozen=True)
 class Opened:
     """What triage read: the trigger, the symptom's own aspects and its history."""
@@ -89,11 +99,14 @@ def trigger_for(graph: MetadataGraph, key: str) -> Opened:
         symptom = str(sib["siblings"][0])
         facts = graph.get_aspects([symptom], FACTS).get(symptom, {})
     check = FailingCheck(assertion, assertion_label(info), assertion_column(info), ts)
-    inputs = check_inputs(graph, {**(info.get("datasetAssertion") or {}), **custom}, symptom)
+    params = {**(info.get("datasetAssertion") or {}), **custom}
+    inputs = check_inputs(graph, params, symptom)
+    field = str((params.get("nativeParameters") or {}).get("field") or "").strip("'\"")
+    columns = tuple((u, field) for u in inputs) if field else ()
     history = read_history(graph, symptom)
     window = Window(_last_good(graph, history, assertion, ts), ts)
     props = assertion_properties(info)
-    return Opened(Trigger(symptom, check, window, inputs), facts, history, props)
+    return Opened(Trigger(symptom, check, window, inputs, columns), facts, history, props)
 
 
 _REF = re.compile(

@@ -24,7 +24,8 @@ from upstream_dagster.reliability.health import (
     SchemaEvent,
     Window,
 )
-from upstream_dagster.reliability.walk import BudgetExhausted
+from upstream_dagster.reliability.sqlcols import row_columns
+from upstream_dagster.reliability.walk import ROWS, BudgetExhausted
 from upstream_dagster.spec.urns import entity_type, field_dataset, field_path, relation_of
 
 ColumnEdges = tuple[tuple[tuple[str, str], tuple[str, str]], ...]
@@ -197,8 +198,14 @@ class GraphProbe:
             edges = self.graph.lineage_edges(self.as_of)
             urns = sorted({u for e in edges for u in (e.upstream, e.downstream)})
             self._spend()
-            for urn, aspects in self.graph.get_aspects(urns, ["siblings"]).items():
+            logic: dict[str, str] = {}
+            for urn, aspects in self.graph.get_aspects(
+                urns, ["siblings", "viewProperties"]
+            ).items():
                 self._note_siblings(urn, aspects.get("siblings"))
+                view = aspects.get("viewProperties") or {}
+                if view.get("viewLogic"):
+                    logic[urn] = str(view["viewLogic"])
             ups: dict[str, set[str]] = {}
             cols: set[tuple[tuple[str, str], tuple[str, str]]] = set()
             for e in edges:
@@ -214,6 +221,11 @@ class GraphProbe:
                                 (self._prime(b), field_path(c.downstream_field)),
                             )
                         )
+            # The columns a model decides its rows with feed every column it has ("*").
+            for urn, sql in logic.items():
+                down = self._prime(urn)
+                for name in row_columns(sql):
+                    cols |= {((up, name), (down, ROWS)) for up in ups.get(down, ())}
             self._edges = ({k: tuple(sorted(v)) for k, v in ups.items()}, tuple(sorted(cols)))
         return self._edges
 

@@ -28,6 +28,7 @@ from upstream_dagster.datahub.assertions import (
 )
 from upstream_dagster.datahub.model import SearchQuery
 from upstream_dagster.datahub.protocol import MetadataGraph
+from upstream_dagster.datahub.signals import is_build_check
 from upstream_dagster.spec.urns import (
     entity_type,
 )
@@ -194,8 +195,8 @@ def _assertions(
     latest = {r.assertion_urn: r for r in graph.assertion_runs()}
     for urn in urns:
         info = infos.get(urn, {}).get("assertionInfo")
-        if not info:
-            continue
+        if not info or is_build_check(urn):
+            continue  # a build check says the model ran, not that its data is right
         custom = info.get("customAssertion") or {}
         entity = custom.get("entity") or assertee(info)
         if not entity:

@@ -95,6 +95,40 @@ def report_run(
     return graph.write_aspect(urn, "assertionRunEvent", event)
 
 
+def build_assertion_urn(dataset: str) -> str:
+    return f"{BUILD_PREFIX}{hashlib.sha1(dataset.encode()).hexdigest()[:20]}"
+
+
+BUILD_PREFIX = "urn:li:assertion:upstream-build-"
+
+
+def is_build_check(assertion_urn: str) -> bool:
+    """Whether an assertion is a model's build check (Upstream names them so)."""
+    return assertion_urn.startswith(BUILD_PREFIX)
+
+
+def report_builds(
+    graph: MetadataGraph, outcomes: dict[str, str | None], at_ms: int, run_id: str
+) -> list[Receipt]:
+    """Each model the build ran: ``outcomes`` maps its dataset URN to dbt's error, or None when
+    it built. A failure is always reported (its check is created on the first one); a success
+    only where a check exists, so a model that never failed carries no build check."""
+    urns = {d: build_assertion_urn(d) for d in outcomes}
+    known = graph.get_aspects(sorted(urns.values()), ["assertionInfo"])
+    receipts = []
+    for dataset, error in sorted(outcomes.items()):
+        urn = urns[dataset]
+        exists = bool(known.get(urn, {}).get("assertionInfo"))
+        if error is None and not exists:
+            continue
+        if not exists:
+            info = aspects.build_assertion(dataset)
+            receipts.append(graph.write_aspect(urn, "assertionInfo", info))
+        native = {"message": error or "built"}
+        receipts.append(report_run(graph, urn, dataset, error is None, native, at_ms, run_id))
+    return receipts
+
+
 def report_profile(graph: MetadataGraph, urn: str, profile: Json) -> Receipt:
     return graph.write_aspect(urn, "datasetProfile", profile)
 

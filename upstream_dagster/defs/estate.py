@@ -15,19 +15,23 @@ from typing import Any
 import dagster as dg
 from dagster_dbt import DagsterDbtTranslator, DbtCliResource, dbt_assets
 
+from upstream_dagster import clock
 from upstream_dagster.datahub.ingest import ingest_dbt
 from upstream_dagster.datahub.summary import summarize
 from upstream_dagster.defs.observations import monitor_checks, profiles_asset
 from upstream_dagster.defs.resources import DataHubResource, UpstreamResource
 from upstream_dagster.demo.generator import load_warehouse
 from upstream_dagster.errors import BuildFailed
+from upstream_dagster.services import observe
 from upstream_dagster.services.observe import Node, manifest_nodes
 from upstream_dagster.spec.models import EstateSpec
+from upstream_dagster.warehouse import duckdb_warehouse as wh
 
 RAW_FEEDS = "raw_feeds"
 PROFILES = "warehouse_profiles"
-# everything up to the profiles; the refresh leaves the raw feeds as they are now
-BUILD = dg.AssetSelection.assets(PROFILES).upstream()
+OUTCOME = "build_outcome"
+# everything up to the build's outcome; the refresh leaves the raw feeds as they are now
+BUILD = dg.AssetSelection.assets(OUTCOME).upstream()
 REFRESH = BUILD - dg.AssetSelection.groups(RAW_FEEDS)
 
 estate_build_job = dg.define_asset_job(
@@ -111,6 +115,19 @@ def _build_errors(run_results: Path) -> list[str]:
     ]
 
 
+def _statuses(run_results: Path, keys: dict[str, dg.AssetKey]) -> dict[dg.AssetKey, str]:
+    """What dbt said of each model it did not build: its error, or why it skipped it."""
+    if not run_results.exists():
+        return {}
+    out = {}
+    for r in json.loads(run_results.read_text())["results"]:
+        key = keys.get(r["unique_id"])
+        if key is not None and r["status"] in ("error", "skipped"):
+            message = " ".join(str(r.get("message") or "").split())[:300]
+            out[key] = f"{r['status']}: {message or 'dbt gave no reason'}; the table is unchanged"
+    return out
+
+
 def _copy(src: Path, dst_dir: Path, *names: str) -> None:
     dst_dir.mkdir(parents=True, exist_ok=True)
     for name in names:
@@ -140,6 +157,8 @@ def node_keys(manifest: dict[str, Any]) -> dict[str, dg.AssetKey]:
 def estate_defs(manifest: dict[str, Any], spec: EstateSpec) -> dg.Definitions:
     """The assets the dbt project and estate.yaml's monitors define."""
     translator = EstateTranslator()
+    nodes = manifest_nodes(manifest)
+    keys = node_keys(manifest)
     sources = {
         dg.AssetKey([s["source_name"], s["name"]]): s.get("description") or s["name"]
         for s in manifest["sources"].values()
@@ -151,13 +170,18 @@ def estate_defs(manifest: dict[str, Any], spec: EstateSpec) -> dg.Definitions:
             dg.AssetSpec(k, group_name=RAW_FEEDS, description=f"Raw feed: {d}", kinds={"duckdb"})
             for k, d in sources.items()
         ],
-        description="Generates the demo's raw shop and vendor feeds into DuckDB from a fixed "
-        "seed, anchored to the one clock (UPSTREAM_CLOCK).",
+        description="Loads the raw feeds into DuckDB, anchored to the one clock "
+        "(UPSTREAM_CLOCK): the demo's shop and vendor feeds from a fixed seed, or the SQL "
+        "script UPSTREAM_FEEDS names for another estate.",
     )
     def raw_feeds(
         context: dg.AssetExecutionContext, upstream: UpstreamResource
     ) -> Iterator[dg.MaterializeResult[Any]]:
-        counts = load_warehouse(upstream.settings().warehouse)
+        settings = upstream.settings()
+        if settings.feeds_sql is not None:
+            counts = wh.load_feeds(settings.warehouse, settings.feeds_sql, clock.now())
+        else:
+            counts = load_warehouse(settings.warehouse)
         for key in sorted(context.selected_asset_keys, key=lambda k: k.to_user_string()):
             table = ".".join(key.path[-2:])
             yield dg.MaterializeResult(asset_key=key, metadata={"rows": counts.get(table, 0)})
@@ -175,25 +199,21 @@ def estate_defs(manifest: dict[str, Any], spec: EstateSpec) -> dg.Definitions:
             if key is not None and not isinstance(event, dg.AssetCheckResult):
                 done.add(key)
             yield event
-        # dbt skips what is downstream of a failing test. Say so, and let the ingestion that
-        # follows still run: DataHub must learn of the failure.
+        settings = upstream.settings()
+        # Keep this build's run_results: later dbt commands overwrite them.
+        _copy(invocation.target_path, settings.artifacts_dir, "run_results.json")
+        status = _statuses(settings.artifacts_dir / "run_results.json", keys)
+        # dbt skips what is downstream of a failing test or a model that failed to build. Say
+        # so, and let the ingestion that follows still run: DataHub must learn of the failure.
+        # (The run fails at `build_outcome`, after DataHub was told.)
         for key in _topological(context.selected_asset_keys - done, context.assets_def):
             yield dg.MaterializeResult(
                 asset_key=key,
                 metadata={
                     "rebuilt": False,
-                    "dbt_status": "skipped: a test upstream of it failed; the table is unchanged",
+                    "dbt_status": status.get(key)
+                    or "skipped: something upstream of it failed; the table is unchanged",
                 },
-            )
-        settings = upstream.settings()
-        # Keep this build's run_results: later dbt commands overwrite them.
-        _copy(invocation.target_path, settings.artifacts_dir, "run_results.json")
-        errors = _build_errors(invocation.target_path / "run_results.json")
-        if errors:
-            raise BuildFailed(
-                "dbt build failed on " + "; ".join(errors[:3]),
-                f"fix the model SQL in {settings.dbt_source_dir}/models (the deployed copy is "
-                f"{settings.dbt_project_dir}), then re-run `make demo`",
             )
 
     @dg.asset(
@@ -211,14 +231,42 @@ def estate_defs(manifest: dict[str, Any], spec: EstateSpec) -> dg.Definitions:
         datahub: DataHubResource,
         upstream: UpstreamResource,
     ) -> dg.MaterializeResult[Any]:
-        return ingest_estate(context, upstream.settings().artifacts_dir, dbt, datahub, manifest)
+        result = ingest_estate(context, upstream.settings().artifacts_dir, dbt, datahub, manifest)
+        run_results = upstream.settings().artifacts_dir / "run_results.json"
+        if run_results.exists():
+            with datahub.graph() as graph:
+                failed = observe.report_builds(
+                    graph, json.loads(run_results.read_text()), nodes, context.run.run_id
+                )
+            for urn, error in sorted(failed.items()):
+                context.log.error(f"dbt could not build {urn}: {error}")
+        return result
 
-    nodes = manifest_nodes(manifest)
-    keys = node_keys(manifest)
+    @dg.asset(
+        name=OUTCOME,
+        deps=[PROFILES],
+        group_name="datahub",
+        kinds={"dbt"},
+        description="Fails the run when dbt could not build a model, after DataHub was told "
+        "(a failing build check on the model, with dbt's error) and the estate was profiled: "
+        "the failed_builds sensor opens an incident for it.",
+    )
+    def build_outcome(upstream: UpstreamResource) -> dg.MaterializeResult[Any]:
+        settings = upstream.settings()
+        errors = _build_errors(settings.artifacts_dir / "run_results.json")
+        if errors:
+            raise BuildFailed(
+                f"dbt could not build {len(errors)} model(s): " + "; ".join(errors[:3]),
+                "DataHub holds a failing build check on each, and the failed_builds sensor "
+                "opens an incident that finds the upstream change; or fix the model SQL in "
+                f"{settings.dbt_source_dir}/models and rebuild",
+            )
+        return dg.MaterializeResult(metadata={"models_failed": 0})
+
     profiles = profiles_asset(nodes, [datahub_metadata])
     checks = monitor_checks(spec, nodes, keys, dg.AssetKey(PROFILES))
     return dg.Definitions(
-        assets=[raw_feeds, estate_dbt, datahub_metadata, profiles],
+        assets=[raw_feeds, estate_dbt, datahub_metadata, profiles, build_outcome],
         asset_checks=checks,
         jobs=[estate_build_job, estate_refresh_job],
     )
@@ -241,6 +289,7 @@ def ingest_estate(
     fresh = dbt.cli(["source", "freshness"], manifest=manifest, raise_on_error=False)
     fresh.wait()
     _copy(fresh.target_path, artifacts, "sources.json")
+    observe.restamp_freshness(artifacts / "sources.json")
     docs = dbt.cli(["docs", "generate"], manifest=manifest, raise_on_error=False)
     docs.wait()
     if not (docs.target_path / "catalog.json").exists():

@@ -1,15 +1,21 @@
 """The reliability controller in Dagster: one dynamic partition per incident.
 
-failing assertion in DataHub -> `failing_assertions` sensor -> the `reliability` job:
+failing assertion in DataHub -> `failing_assertions` sensor -> the `reliability` job (a build
+of the estate that failed -> `failed_builds` sensor -> the same job, for each model dbt could
+not build):
 incident_triage -> incident_evidence -> incident_simulation -> incident_verdict (raises the
 incident in DataHub, with the RCA). The fix waits for a person (`defs.remediation`).
 """
 
+from collections.abc import Iterator
+
 import dagster as dg
 
 from upstream_dagster.datahub import scribe
-from upstream_dagster.datahub.incidents import failing_runs, incident_key
+from upstream_dagster.datahub.incidents import failed_build_runs, failing_runs, incident_key
 from upstream_dagster.datahub.model import AssertionRun
+from upstream_dagster.datahub.signals import is_build_check
+from upstream_dagster.defs.estate import estate_build_job, estate_refresh_job
 from upstream_dagster.defs.presentation import verdict_metadata
 from upstream_dagster.defs.resources import DataHubResource, UpstreamResource, WarehouseResource
 from upstream_dagster.narrator import Narrator
@@ -172,7 +178,8 @@ def failing_assertions(
     with datahub.graph() as graph:
         runs = failing_runs(graph, cursor)
     first: dict[str, AssertionRun] = {}
-    for run in runs:  # one incident per failing dataset in this poll
+    # A failed build is the failed_builds sensor's: it opens that incident when the run fails.
+    for run in (r for r in runs if not is_build_check(r.assertion_urn)):
         first.setdefault(run.asserted_urn, run)
     keys = [incident_key(r) for r in first.values()]
     known = set(context.instance.get_dynamic_partitions("incidents"))
@@ -185,5 +192,32 @@ def failing_assertions(
     )
 
 
+@dg.run_failure_sensor(
+    monitored_jobs=[estate_build_job, estate_refresh_job],
+    request_job=reliability_job,
+    default_status=dg.DefaultSensorStatus.RUNNING,
+    description="When a build of the estate fails, opens one incident per model dbt could not "
+    "build (the failing build check the run reported into DataHub, with dbt's error) and "
+    "launches the reliability job for it: the loud failure is investigated like a silent one.",
+)
+def failed_builds(
+    context: dg.RunFailureSensorContext, datahub: DataHubResource
+) -> Iterator[dg.RunRequest]:
+    with datahub.graph() as graph:
+        failed = failed_build_runs(graph)
+    known = set(context.instance.get_dynamic_partitions("incidents"))
+    new = [k for k in (incident_key(r) for r in failed) if k not in known]
+    if not new:
+        context.log.info(
+            f"run {context.dagster_run.run_id} failed with no model failing to build in DataHub"
+        )
+        return
+    context.instance.add_dynamic_partitions("incidents", new)
+    for key in new:
+        yield dg.RunRequest(run_key=key, partition_key=key)
+
+
 ASSETS = [incident_triage, incident_evidence, incident_simulation, incident_verdict]
-defs = dg.Definitions(assets=ASSETS, jobs=[reliability_job], sensors=[failing_assertions])
+defs = dg.Definitions(
+    assets=ASSETS, jobs=[reliability_job], sensors=[failing_assertions, failed_builds]
+)

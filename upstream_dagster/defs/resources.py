@@ -42,6 +42,9 @@ class UpstreamResource(dg.ConfigurableResource):  # type: ignore[type-arg]
     estate_file: str = Field(description="The estate file (UPSTREAM_ESTATE).")
     dbt_source_dir: str = Field(description="The tracked dbt project (UPSTREAM_DBT_SOURCE).")
     project_root: str = Field(description="The project checkout (evals, README).")
+    feeds_sql: str = Field(
+        default="", description="The raw feeds' SQL script (UPSTREAM_FEEDS); empty: the demo's."
+    )
 
     @classmethod
     def of(cls, settings: Settings) -> UpstreamResource:
@@ -50,6 +53,7 @@ class UpstreamResource(dg.ConfigurableResource):  # type: ignore[type-arg]
             estate_file=str(settings.estate_file),
             dbt_source_dir=str(settings.dbt_source_dir),
             project_root=str(settings.project_root),
+            feeds_sql=str(settings.feeds_sql or ""),
         )
 
     def settings(self) -> Settings:
@@ -60,6 +64,7 @@ class UpstreamResource(dg.ConfigurableResource):  # type: ignore[type-arg]
             gms_token=None,
             dbt_source_dir=Path(self.dbt_source_dir),
             estate_file=Path(self.estate_file),
+            feeds_sql=Path(self.feeds_sql) if self.feeds_sql else None,
         )
 
     @property

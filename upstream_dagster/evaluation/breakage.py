@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from pathlib import Path
 
 import dagster as dg
 
@@ -17,9 +18,10 @@ from upstream_dagster.datahub.signals import forget_memory, report_run
 from upstream_dagster.definitions import build
 from upstream_dagster.defs.estate import estate_nodes
 from upstream_dagster.errors import UpstreamError
-from upstream_dagster.evaluation.faults import apply_faults
-from upstream_dagster.evaluation.scenario import Scenario
+from upstream_dagster.evaluation.faults import apply_faults, model_sql
+from upstream_dagster.evaluation.scenario import Fault, Scenario
 from upstream_dagster.settings import Settings
+from upstream_dagster.warehouse import duckdb_warehouse as wh
 from upstream_dagster.warehouse.dbt_project import DbtProject
 
 MEMORY_PROPERTIES = ("fragilityScore", "lastRootCause", "mttrMinutes", "knownFailureModes")
@@ -32,6 +34,7 @@ class BreakReport:
     skipped: list[str]
     flaky: list[str]
     run_id: str
+    build_failed: bool = False  # dbt could not build a model: a loud failure
 
 
 def _refresh(settings: Settings, skip_tables: set[str]) -> dg.ExecuteInProcessResult:
@@ -47,7 +50,9 @@ def _refresh(settings: Settings, skip_tables: set[str]) -> dg.ExecuteInProcessRe
         skipped = {key for n, key in nodes if n.table in skip_tables}
         job = build(settings).resolve_job_def("estate_refresh")
         selection = [k for k in job.asset_layer.executable_asset_keys if k not in skipped]
-    return runs.run_job(settings, "estate_refresh", selection=selection)
+    # A fault that breaks the build is a loud failure, not a broken scenario: the refresh
+    # reported it into DataHub before it failed.
+    return runs.run_job(settings, "estate_refresh", selection=selection, loud_build_ok=True)
 
 
 def _monitor_assertions(graph: MetadataGraph, monitor: str) -> list[tuple[str, str]]:
@@ -75,8 +80,46 @@ def report_flaky(graph: MetadataGraph, monitor: str, at_ms: int, run_id: str) ->
     return [urn]
 
 
+def _model_edits(settings: Settings, faults: list[Fault]) -> dict[Path, str]:
+    """The deployed model files the code-change faults rewrite, and their new text (computed
+    before anything is written, so a fault that cannot apply changes nothing)."""
+    project = DbtProject.of(settings)
+    with wh.connect(settings.warehouse) as con:
+        tables = wh.relations(con)
+    edits: dict[Path, str] = {}
+    for fault in faults:
+        node = project.node_of(fault.table.lower())
+        assert node is not None  # _is_model said so
+        path = project.project_dir / str(node["original_file_path"])
+        cols = tables.get(fault.table.lower())
+        if cols is None:
+            raise UpstreamError(
+                f"the model {fault.table} has no table in the warehouse yet",
+                "build the estate first (`make demo`)",
+            )
+        text = edits.get(path) or path.read_text()
+        edits[path] = model_sql(fault, cols, text, clock.now())
+    return edits
+
+
+def _is_model(project: DbtProject, fault: Fault) -> bool:
+    if fault.kind == "skip_model":
+        return False
+    node = project.node_of(fault.table.lower())
+    return node is not None and node["resource_type"] == "model"
+
+
 def break_estate(settings: Settings, scenario: Scenario) -> BreakReport:
-    statements = apply_faults(settings.warehouse, list(scenario.faults), clock.now())
+    """Apply the scenario: faults on feeds to the warehouse, faults on models to their code, and
+    let the estate's own refresh carry the result into DataHub."""
+    project = DbtProject.of(settings)
+    in_code = [f for f in scenario.faults if _is_model(project, f)]
+    edits = _model_edits(settings, in_code)
+    in_data = [f for f in scenario.faults if f not in in_code]
+    statements = apply_faults(settings.warehouse, in_data, clock.now())
+    for path, text in edits.items():
+        path.write_text(text)
+        statements.append(f"-- rewrote {path.relative_to(project.project_dir)}")
     skip = {f.table.lower() for f in scenario.faults if f.kind == "skip_model"}
     result = _refresh(settings, skip)
     flagged = []
@@ -87,7 +130,9 @@ def break_estate(settings: Settings, scenario: Scenario) -> BreakReport:
     (settings.state_dir / "scenario.json").write_text(
         json.dumps({"scenario": scenario.name, "statements": statements}, indent=2)
     )
-    return BreakReport(scenario.name, statements, sorted(skip), flagged, result.run_id)
+    return BreakReport(
+        scenario.name, statements, sorted(skip), flagged, result.run_id, not result.success
+    )
 
 
 def heal_estate(settings: Settings, forget: bool = False) -> int:

@@ -1,14 +1,17 @@
 """Seeded random faults over whatever estate is built: `upstream eval --random N --seed S`.
 
-Nothing here knows the demo. The feeds are the relations DataHub's lineage shows with
-consumers and no upstream of their own; their columns and types come from the warehouse. A
-draw is a data primitive (NULLs, zeros, a unit change, lost, duplicated or late rows) on a feed
-and, where it applies, a column. The expected result follows from lineage and the checks
-DataHub holds: the faulted feed when the fault reaches a checked asset (a column fault through
-column lineage to a checked column, a row fault to any checked dataset), otherwise abstain.
+Nothing here knows the demo. A draw picks a relation DataHub's lineage shows upstream of a
+checked dataset (a raw feed or any dbt model), then a fault kind that applies to it, then a
+column and the fault's size: NULLs, zeros, a unit change, lost, duplicated or late rows, a
+rename, a dropped column, a changed type, a model the build skips. A fault on a feed changes
+its table; a fault on a model changes the model's code (`evaluation.faults.model_sql`), as it
+happens in life. Schema changes are drawn too: whether one is silent or stops the build depends
+on how each model reads the column, which is exactly what the investigation must find out.
 
-Schema changes (rename, drop, retype) are left to the written cases: whether one is silent or
-fails the build depends on how each model reads the column, which a draw cannot know.
+The expected root cause follows from where the fault was put: the faulted relation, and its
+column for a column fault. The estate is clean before the fault, on a pinned clock, so any check
+that fails after it fails because of it; a fault that fires no check is a monitoring gap, shown
+and not graded.
 """
 
 from __future__ import annotations
@@ -18,107 +21,123 @@ from dataclasses import dataclass
 from typing import Any
 
 from upstream_dagster.datahub import Target, connected
-from upstream_dagster.datahub.assertions import assertion_columns
 from upstream_dagster.evaluation.scenario import Scenario
 from upstream_dagster.reliability.investigate import reachable
 from upstream_dagster.settings import Settings
-from upstream_dagster.spec.urns import entity_type, field_dataset, field_path, relation_of
+from upstream_dagster.spec.urns import entity_type, relation_of
 from upstream_dagster.warehouse import duckdb_warehouse as wh
+from upstream_dagster.warehouse.dbt_project import DbtProject
 
-Col = tuple[str, str]  # (schema.table, column)
+# The kinds whose expected cause names the column; the others are about the rows.
+COLUMN_KINDS = frozenset(
+    {"null_column", "zero_values", "scale_values", "rename_column", "drop_column", "change_type"}
+)
 
 
 @dataclass(frozen=True)
 class Estate:
-    feeds: dict[str, list[tuple[str, str]]]  # feed -> [(column, type)]
+    relations: dict[str, list[tuple[str, str]]]  # relation -> [(column, type)]
+    models: set[str]  # relations a dbt model builds (the rest are feeds)
     downstream: dict[str, set[str]]  # relation -> relations it feeds
-    column_downstream: dict[Col, set[Col]]
     checked: set[str]  # relations with an assertion
-    checked_columns: set[Col]  # columns an assertion names
+
+    def candidates(self) -> list[str]:
+        """Relations whose fault can reach a check: a checked one, or one upstream of it."""
+        return sorted(
+            r for r in self.relations if ({r} | reachable(r, self.downstream)) & self.checked
+        )
 
 
 def read_estate(settings: Settings) -> Estate:
     with connected(Target.of(settings)) as graph:
         edges = graph.lineage_edges()
         runs = graph.assertion_runs()
-        infos = graph.get_aspects(sorted({r.assertion_urn for r in runs}), ["assertionInfo"])
     down: dict[str, set[str]] = {}
-    has_up: set[str] = set()
-    cols: dict[Col, set[Col]] = {}
     for e in edges:
         if entity_type(e.downstream) != "dataset" or entity_type(e.upstream) != "dataset":
             continue
         up, dn = relation_of(e.upstream), relation_of(e.downstream)
-        if up == dn:
-            continue  # a dbt node and its warehouse table
-        down.setdefault(up, set()).add(dn)
-        has_up.add(dn)
-        for c in e.columns:
-            a, b = field_dataset(c.upstream_field), field_dataset(c.downstream_field)
-            if a and b:
-                key = (relation_of(a), field_path(c.upstream_field).lower())
-                cols.setdefault(key, set()).add((relation_of(b), field_path(c.downstream_field)))
+        if up != dn:  # not a dbt node and its warehouse table
+            down.setdefault(up, set()).add(dn)
     checked = {relation_of(r.asserted_urn) for r in runs}
-    checked_cols: set[Col] = set()
-    for r in runs:
-        info = infos.get(r.assertion_urn, {}).get("assertionInfo") or {}
-        for column in assertion_columns(info):
-            checked_cols.add((relation_of(r.asserted_urn), column.lower()))
+    manifest = DbtProject.of(settings).manifest()
+    models = set()
+    for props in manifest["nodes"].values():
+        if props["resource_type"] == "model":
+            name = props.get("alias") or props["name"]
+            models.add(f"{props['schema']}.{name}".lower())
     with wh.connect(settings.warehouse) as con:
         tables = wh.relations(con)
-    feeds = {rel: tables[rel] for rel in sorted(set(down) - has_up) if rel in tables}
-    lowered = {k: {(d, c.lower()) for d, c in v} for k, v in cols.items()}
-    return Estate(feeds, down, lowered, checked, checked_cols)
+    in_lineage = set(down) | {d for ds in down.values() for d in ds}
+    relations = {r: tables[r] for r in sorted(in_lineage) if r in tables}
+    return Estate(relations, models & set(relations), down, checked)
 
 
-def reaches_check(estate: Estate, relation: str, column: str | None) -> bool:
-    if column is None:
-        return bool(({relation} | reachable(relation, estate.downstream)) & estate.checked)
-    start = (relation, column.lower())
-    return bool(({start} | reachable(start, estate.column_downstream)) & estate.checked_columns)
+def _kinds(estate: Estate, relation: str) -> list[str]:
+    cols = estate.relations[relation]
+    dated = wh.date_column(cols) is not None
+    typed = [c for c, t in cols if wh.is_numeric(t) or wh.date_column([(c, t)])]
+    kinds = ["null_column", "rename_column", "drop_column"] if cols else []
+    kinds += ["zero_values", "scale_values"] if any(wh.is_numeric(t) for _, t in cols) else []
+    kinds += ["change_type"] if typed else []
+    kinds += ["delete_rows", "duplicate_rows"]
+    kinds += ["stale"] if dated else []
+    kinds += ["skip_model"] if dated and relation in estate.models else []
+    return kinds
+
+
+def _fault(rng: random.Random, estate: Estate, relation: str, kind: str) -> dict[str, Any]:
+    cols = estate.relations[relation]
+    numeric = [c for c, t in cols if wh.is_numeric(t)]
+    typed = [c for c, t in cols if wh.is_numeric(t) or wh.date_column([(c, t)])]
+    fault: dict[str, Any] = {"kind": kind, "relation": relation}
+    match kind:
+        case "null_column":
+            column = rng.choice([c for c, _ in cols])
+            fault |= {"column": column, "fraction": rng.choice((0.3, 0.6, 0.9))}
+        case "zero_values":
+            fault |= {"column": rng.choice(numeric), "fraction": rng.choice((0.5, 1.0))}
+        case "scale_values":
+            fault |= {"column": rng.choice(numeric), "factor": rng.choice((0.01, 0.1, 10.0))}
+            fault |= {"days": rng.choice((2, 3))} if wh.date_column(cols) else {}
+        case "rename_column":
+            column = rng.choice([c for c, _ in cols])
+            fault |= {"column": column, "to": f"{column}_v2"}
+        case "drop_column":
+            fault |= {"column": rng.choice([c for c, _ in cols])}
+        case "change_type":
+            fault |= {"column": rng.choice(typed), "to": "VARCHAR"}
+        case "delete_rows":
+            fault |= {"fraction": rng.choice((0.3, 0.6, 0.9))}
+        case "duplicate_rows":
+            fault |= {"days": rng.choice((1, 2, 3))} if wh.date_column(cols) else {}
+            fault |= {} if "days" in fault else {"fraction": 0.5}
+        case "stale" | "skip_model":
+            fault |= {"hours": rng.choice((48, 96, 168))}
+    return fault
 
 
 def draw(estate: Estate, n: int, seed: int) -> list[Scenario]:
     """``n`` faults, the same ones for the same seed and estate."""
-
     rng = random.Random(seed)
-    feeds = sorted(estate.feeds)
+    pool = estate.candidates()
     out = []
     for i in range(1, n + 1):
-        relation = rng.choice(feeds)
-        columns = [(c, t) for c, t in estate.feeds[relation] if not c.lower().endswith("_id")]
-        numeric = [c for c, t in columns if wh.is_numeric(t)]
-        kinds = ["null_column"] if columns else []
-        kinds += ["delete_rows", "duplicate_rows", "stale"]
-        kinds += ["zero_values", "scale_values"] if numeric else []
-        kind = rng.choice(kinds)
-        fault: dict[str, Any] = {"kind": kind, "relation": relation}
-        if kind == "null_column":
-            fault |= {"column": rng.choice([c for c, _ in columns]), "fraction": 0.6}
-        elif kind == "zero_values":
-            fault |= {"column": rng.choice(numeric)}
-        elif kind == "scale_values":
-            fault |= {"column": rng.choice(numeric), "factor": 0.1, "days": 2}
-        elif kind == "delete_rows":
-            fault |= {"fraction": 0.8}
-        elif kind == "duplicate_rows":
-            fault |= {"days": 2}
-        else:
-            fault |= {"hours": 96}
-        column = fault.get("column")
-        expect: dict[str, Any] = (
-            {"root_cause": {"dataset": relation, **({"column": column} if column else {})}}
-            if reaches_check(estate, relation, column)
-            else {"abstain": True}
-        )
+        relation = rng.choice(pool)
+        kind = rng.choice(_kinds(estate, relation))
+        fault = _fault(rng, estate, relation, kind)
+        column = fault.get("column") if kind in COLUMN_KINDS else None
+        where = "model" if relation in estate.models else "feed"
         name = f"random-{seed}-{i:02d}-{kind}-{relation.replace('.', '-')}"
+        cause = {"dataset": relation, **({"column": column} if column else {})}
         out.append(
             Scenario.model_validate(
                 {
                     "name": name,
-                    "description": f"seeded draw {i} of {n} (seed {seed})",
+                    "description": f"seeded draw {i} of {n} (seed {seed}): {kind} on the "
+                    f"{where} {relation}" + (f", column {column}" if column else ""),
                     "faults": [fault],
-                    "expect": expect,
+                    "expect": {"root_cause": cause},
                 }
             )
         )

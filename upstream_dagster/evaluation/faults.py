@@ -1,5 +1,8 @@
-"""Scenario faults as SQL: each fault kind becomes statements over its relation, applied in one
-transaction to the warehouse (a fault that fails leaves it as it was)."""
+"""Scenario faults as SQL. A fault on a table the build does not write (a raw feed) becomes
+statements over that table, applied in one transaction to the warehouse (a fault that fails
+leaves it as it was). A fault on a dbt model is a change to the model's code, as it happens in
+life: the deployed model's SQL is wrapped so that its output carries the fault, and the build
+that follows writes it."""
 
 from __future__ import annotations
 
@@ -19,11 +22,13 @@ from upstream_dagster.warehouse.duckdb_warehouse import (
 )
 
 
-def _rows(fault: Fault, cols: Columns, now: datetime) -> str:
-    """The SQL condition selecting the rows a fault touches (all rows when nothing narrows)."""
+def _rows(fault: Fault, cols: Columns, now: datetime, sample: str = "rowid") -> str:
+    """The SQL condition selecting the rows a fault touches (all rows when nothing narrows).
+    ``sample`` is the number a fraction is taken over: the row id of a table, a hash of the
+    row in a model's query."""
     conds = []
     if fault.fraction is not None and fault.kind not in ("stale", "skip_model"):
-        conds.append(f"(rowid % 100) < {round(fault.fraction * 100)}")
+        conds.append(f"({sample} % 100) < {round(fault.fraction * 100)}")
     if fault.days is not None or fault.kind in ("stale", "skip_model"):
         stamp = date_column(list(reversed(cols))) if fault.kind in ("stale", "skip_model") else None
         day_col = stamp or date_column(cols)
@@ -65,7 +70,7 @@ def fault_sql(fault: Fault, cols: Columns, now: datetime) -> list[str]:
         case "drop_column":
             return [f"ALTER TABLE {table} DROP COLUMN {col}"]
         case "change_type":
-            return [f"ALTER TABLE {table} ALTER COLUMN {col} TYPE {fault.to}"]
+            return [f"ALTER TABLE {table} ALTER COLUMN {col} TYPE {fault.sql_type}"]
         case "null_column":
             return [f"UPDATE {table} SET {col} = NULL WHERE {where}"]
         case "zero_values":
@@ -77,6 +82,50 @@ def fault_sql(fault: Fault, cols: Columns, now: datetime) -> list[str]:
         case "duplicate_rows":
             return [f"INSERT INTO {table} SELECT * FROM {table} WHERE {where}"]
     raise ValueError(f"unknown fault {fault.kind}")
+
+
+FAULT_INPUT = "upstream_fault_input"
+FAULT_ROW = "upstream_fault_row"
+
+
+def model_sql(fault: Fault, cols: Columns, original: str, now: datetime) -> str:
+    """The model's SQL changed so that its output carries ``fault`` (a code change)."""
+    names = {c.lower() for c, _ in cols}
+    if fault.column and fault.column.lower() not in names:
+        raise UpstreamError(
+            f"{fault.relation} has no column {fault.column!r}",
+            f"pick one of: {', '.join(c for c, _ in cols)}",
+        )
+    if fault.kind == "skip_model":
+        raise ValueError("skip_model is not a change to the model's code")
+    col = quote(fault.column or "")
+    where = _rows(fault, cols, now, sample=f"hash({FAULT_ROW})")
+    source = f"{FAULT_INPUT} as {FAULT_ROW}"
+    match fault.kind:
+        case "rename_column":
+            body = f"select * rename ({col} as {quote(fault.to or '')}) from {source}"
+        case "drop_column":
+            body = f"select * exclude ({col}) from {source}"
+        case "change_type":
+            body = f"select * replace (cast({col} as {fault.sql_type}) as {col}) from {source}"
+        case "null_column":
+            body = f"select * replace (case when {where} then null else {col} end as {col}) "
+            body += f"from {source}"
+        case "zero_values":
+            body = f"select * replace (case when {where} then 0 else {col} end as {col}) "
+            body += f"from {source}"
+        case "scale_values":
+            factor = float(fault.factor or 1)
+            body = f"select * replace (case when {where} then {col} * {factor} else {col} end "
+            body += f"as {col}) from {source}"
+        case "delete_rows" | "stale":
+            body = f"select * from {source} where not ({where})"
+        case "duplicate_rows":
+            body = f"select * from {source} union all select * from {source} where {where}"
+        case _:
+            raise ValueError(f"unknown fault {fault.kind}")
+    inner = original.rstrip().rstrip(";").rstrip()
+    return f"with {FAULT_INPUT} as (\n{inner}\n)\n{body}\n"
 
 
 def apply_faults(path: Path, faults: list[Fault], now: datetime) -> list[str]:

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 
 TARGETS = {
     "rank1": 0.95,  # root cause at rank 1, of cases with a root cause
+    "concluded": 0.90,  # concluded (at or above the threshold), of cases with a root cause
+    "ece": 0.10,  # expected calibration error of the top hypothesis's confidence
     "abstention": 1.0,  # correct abstentions, of cases expecting one
     "confident_wrong": 0,
     "separation": 0.30,
@@ -86,6 +88,46 @@ class Grid:
         return sum(r.top_right for r in self.with_cause)
 
     @property
+    def concluded(self) -> int:
+        return sum(r.concluded for r in self.with_cause)
+
+    @property
+    def calibrated(self) -> list[Result]:
+        """Investigations whose top hypothesis has a confidence to calibrate."""
+        return [r for r in self.graded if r.fired and r.top]
+
+    def reliability(self, bins: int = 5) -> list[tuple[float, float, int, float, float]]:
+        """(low, high, count, mean confidence, share right) per confidence bin: how often the
+        top hypothesis is right at each confidence. Right means the expected cause (a case that
+        expects an abstention has no right hypothesis)."""
+        out = []
+        for b in range(bins):
+            low, high = b / bins, (b + 1) / bins
+            found = [
+                r
+                for r in self.calibrated
+                if low <= r.confidence < high or (b == bins - 1 and r.confidence == 1.0)
+            ]
+            if found:
+                conf = statistics.fmean(r.confidence for r in found)
+                right = statistics.fmean(
+                    float(r.top_right and not r.expects_abstain) for r in found
+                )
+                out.append((low, high, len(found), round(conf, 3), round(right, 3)))
+        return out
+
+    @property
+    def ece(self) -> float | None:
+        """Expected calibration error: the count-weighted gap between confidence and the share
+        right, over the bins."""
+        n = len(self.calibrated)
+        if not n:
+            return None
+        return round(
+            sum(c / n * abs(conf - right) for _, _, c, conf, right in self.reliability()), 3
+        )
+
+    @property
     def abstained(self) -> int:
         return sum(r.correct for r in self.abstain)
 
@@ -131,6 +173,14 @@ class Grid:
                 f"root cause at rank 1: {self.rank1}/{n} = {self.rank1 / n:.0%}, target "
                 f">= {TARGETS['rank1']:.0%} ({n - self.rank1} wrong)"
             )
+        if n and self.concluded / n < TARGETS["concluded"]:
+            out.append(
+                f"concluded: {self.concluded}/{n} = {self.concluded / n:.0%}, target "
+                f">= {TARGETS['concluded']:.0%}"
+            )
+        ece = self.ece
+        if ece is not None and ece > TARGETS["ece"]:
+            out.append(f"expected calibration error {ece:.3f}, target <= {TARGETS['ece']:.2f}")
         a = len(self.abstain)
         if a and self.abstained < a:
             out.append(f"correct abstention: {self.abstained}/{a}, target {a}/{a}")
@@ -182,12 +232,23 @@ def table(results: Sequence[Result]) -> list[str]:
         "|---|---|---|",
         f"| investigations | {len(grid.results)} ({len(grid.undetected)} with no check fired) | |",
         f"| root cause at rank 1 | {grid.rank1}/{n} | >= {TARGETS['rank1']:.0%} |",
+        f"| concluded | {grid.concluded}/{n} | >= {TARGETS['concluded']:.0%} |",
         f"| correct abstentions | {grid.abstained}/{a} | all |",
         f"| confident wrong conclusions | {grid.confident_wrong} | 0 |",
         f"| confidence separation | {_fmt(grid.separation, '.3f')} | >= 0.30 |",
+        f"| expected calibration error | {_fmt(grid.ece, '.3f')} | <= {TARGETS['ece']:.2f} |",
         f"| median investigation (s, sandbox included) | {_fmt(grid.median_seconds)} | < 20 |",
         f"| DataHub reads, median cold / warm (memory confirmed) | {_fmt(grid.cold_reads)} / "
         f"{_fmt(grid.warm_reads)} | warm <= cold / 4 |",
+    ]
+    lines += [
+        "",
+        "| confidence | investigations | mean confidence | share right |",
+        "|---|---|---|---|",
+    ]
+    lines += [
+        f"| {low:.1f}-{high:.1f} | {count} | {conf:.2f} | {right:.2f} |"
+        for low, high, count, conf, right in grid.reliability()
     ]
     misses = grid.misses()
     lines += ["", "Targets missed: " + ("; ".join(misses) if misses else "none.")]

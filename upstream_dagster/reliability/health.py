@@ -127,6 +127,14 @@ def _pair(
     return before[-1], during[-1]
 
 
+def observed(node: NodeView, w: Window) -> bool:
+    """Whether anything could be seen of ``node`` in the window: a profile to compare with the
+    last healthy build's, a failing check, or a schema change. A node nothing was observed on is
+    unknown, not healthy: it neither clears nor contradicts what passes through it."""
+    changed = any(w.holds(e.at_ms) for e in node.schema)
+    return bool(node.failing) or changed or _pair(node.profiles, w, "") is not None
+
+
 def _profile_findings(node: NodeView, w: Window, ledger: Ledger) -> list[Finding]:
     out: list[Finding] = []
     seen: set[tuple[str, str | None]] = set()
@@ -233,6 +241,7 @@ def diagnose(
             column=check.column,
             at_ms=check.at_ms,
             assertion=check.assertion,
+            message=check.message,
         )
         kind = "stale" if check.freshness else "failing_check"
         out.append(Finding(kind, node.urn, check.column, i, check.at_ms))

@@ -7,6 +7,7 @@ recording of them), so a recorded investigation replays to the same conclusion.
 
 from __future__ import annotations
 
+import re
 from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
@@ -18,8 +19,10 @@ from upstream_dagster.reliability.health import (
     NodeView,
     diagnose,
     not_rebuilt,
+    observed,
 )
 from upstream_dagster.reliability.walk import (
+    ROWS,
     BudgetExhausted,
     Investigation,
     Memory,
@@ -77,6 +80,8 @@ def _observe(
     for urn in hop:
         view = views.get(urn) or NodeView(urn, relation_of(urn))
         inv.findings[urn] = diagnose(view, inv.trigger.window, inv.ledger)
+        if observed(view, inv.trigger.window):
+            inv.observed.add(urn)
         if any(p.partition for p in view.profiles):
             inv.day_profiled.add(urn)
         inv.walked += 1
@@ -106,17 +111,18 @@ def walk(inv: Investigation, probe: Probe, start: Iterable[str]) -> dict[str, No
         inv.budget_note = (
             f"the DataHub read budget ran out after {probe.reads} reads, {depth} hops upstream"
         )
+    # The build's own runs inside the window: what a model whose upstreams keep no run records
+    # (feeds, loaded by something else) is compared with.
+    built = tuple(
+        t
+        for v in views.values()
+        if (t := v.last_run_ms) is not None and inv.trigger.window.holds(t)
+    )
     for urn, view in views.items():
-        runs = tuple(
-            views[u].last_run_ms
-            for u in inv.upstream.get(urn, ())
-            if u in views and views[u].last_run_ms is not None
-        )
+        parents = [u for u in inv.upstream.get(urn, ()) if u in views]
+        runs = tuple(t for u in parents if (t := views[u].last_run_ms) is not None)
         inv.findings[urn] += not_rebuilt(
-            view,
-            inv.trigger.window,
-            inv.ledger,
-            tuple(r for r in runs if r is not None),
+            view, inv.trigger.window, inv.ledger, runs if runs or not parents else built
         )
     return views
 
@@ -138,18 +144,44 @@ def reachable(start: T, nexts: Mapping[T, Iterable[T]]) -> set[T]:
 
 
 def _column_ancestors(
-    edges: tuple[tuple[tuple[str, str], tuple[str, str]], ...], target: tuple[str, str]
+    edges: tuple[tuple[tuple[str, str], tuple[str, str]], ...], *targets: tuple[str, str]
 ) -> set[tuple[str, str]]:
+    """The upstream columns that feed any of ``targets``: through the column lineage, and
+    through row lineage (a column deciding a model's rows feeds all of its columns)."""
     ups: dict[tuple[str, str], set[tuple[str, str]]] = {}
     for up, down in edges:
-        ups.setdefault(down, set()).add(up)
-    return reachable(target, ups)
+        ups.setdefault((down[0], down[1].lower()), set()).add((up[0], up[1].lower()))
+    seen: set[tuple[str, str]] = set()
+    stack = [(t[0], t[1].lower()) for t in targets]
+    while stack:
+        node = stack.pop()
+        for up in ups.get(node, set()) | ups.get((node[0], ROWS), set()):
+            if up not in seen:
+                seen.add(up)
+                stack.append(up)
+    return seen
+
+
+def _downstream_of_trouble(inv: Investigation, urn: str) -> bool:
+    """Whether an unhealthy node lies upstream of ``urn``, directly or through nodes nothing was
+    observed on (no evidence is not health)."""
+    bad, seen = inv.unhealthy, set()
+    stack = list(inv.upstream.get(urn, ()))
+    while stack:
+        node = stack.pop()
+        if node in seen:
+            continue
+        seen.add(node)
+        if node in bad:
+            return True
+        if node not in inv.observed:
+            stack.extend(inv.upstream.get(node, ()))
+    return False
 
 
 def roots(inv: Investigation) -> list[str]:
-    """Unhealthy nodes none of whose own upstreams is unhealthy."""
-    bad = inv.unhealthy
-    return sorted(u for u in bad if not any(up in bad for up in inv.upstream.get(u, ())))
+    """Unhealthy nodes with nothing unhealthy upstream of them."""
+    return sorted(u for u in inv.unhealthy if not _downstream_of_trouble(inv, u))
 
 
 def hypotheses(
@@ -157,7 +189,9 @@ def hypotheses(
 ) -> list[Hypothesis]:
     trigger = inv.trigger
     feeds = (
-        _column_ancestors(probe.column_edges(), (trigger.symptom, trigger.check.column))
+        _column_ancestors(
+            probe.column_edges(), (trigger.symptom, trigger.check.column), *trigger.input_columns
+        )
         if trigger.check.column and use_columns
         else set()
     )
@@ -175,7 +209,10 @@ def hypotheses(
         if len(path) > 1:
             names = " -> ".join(relation_of(u) for u in path)
             cites.append(inv.ledger.add("lineage", cause, f"lineage before the symptom: {names}"))
-        if lead.column and (cause, lead.column) in feeds:
+        named = _named_in_error(inv, lead) if cause != trigger.symptom else None
+        if named is not None:
+            cites.append(named)
+        if lead.column and (cause, lead.column.lower()) in feeds:
             cites.append(
                 inv.ledger.add(
                     "lineage",
@@ -201,6 +238,33 @@ def hypotheses(
     return out
 
 
+SCHEMA_CLASSES = {"rename", "column_removed", "type_change"}
+
+
+def _named_in_error(inv: Investigation, lead: Finding) -> int | None:
+    """Evidence that the symptom's own failure message (a build error, say) names the column
+    an upstream schema change took away: the error and the change are the same event."""
+    if lead.failure_class not in SCHEMA_CLASSES or not lead.column:
+        return None
+    word = re.compile(rf"(?<![A-Za-z0-9_]){re.escape(lead.column)}(?![A-Za-z0-9_])", re.I)
+    symptom = inv.trigger.symptom
+    for e in list(inv.ledger.items):
+        message = dict(e.detail).get("message", "")
+        if e.kind == "assertion" and e.subject == symptom and word.search(message):
+            return inv.ledger.add(
+                "run_record",
+                lead.subject,
+                f"the failure of {relation_of(symptom)} names {lead.column}, the column "
+                f"{relation_of(lead.subject)} {CHANGED[lead.failure_class]}",
+                column=lead.column,
+                at_ms=e.at_ms,
+            )
+    return None
+
+
+CHANGED = {"rename": "renamed", "column_removed": "removed", "type_change": "retyped"}
+
+
 def _day_finding(inv: Investigation, hyp: Hypothesis) -> bool:
     for f in inv.findings.get(hyp.cause, []):
         if f.failure_class == hyp.failure_class and f.column == hyp.column:
@@ -210,7 +274,8 @@ def _day_finding(inv: Investigation, hyp: Hypothesis) -> bool:
 
 def score(inv: Investigation, hyp: Hypothesis, feeds_known: bool, simulation: float) -> Score:
     kinds = {inv.ledger[i].kind for i in hyp.cites}
-    on_path = [n for n in hyp.path if n in inv.findings]
+    # A node nothing was observed on neither supports nor contradicts the path.
+    on_path = [n for n in hyp.path if n in inv.findings and (n in inv.observed or inv.findings[n])]
     if _day_finding(inv, hyp):
         # A one-day shift can only show on nodes whose days are profiled; the others neither
         # support nor contradict it.
@@ -316,4 +381,51 @@ def investigate(
         ((h, score(inv, h, feeds_known, 0.0)) for h in drafts),
         key=lambda hs: (-hs[1].confidence, hs[0].cause),
     )
+    settle_ties(inv, probe.column_edges() if not warm else ())
     return inv
+
+
+def _explains(
+    up: Hypothesis, down: Hypothesis, edges: tuple[tuple[tuple[str, str], tuple[str, str]], ...]
+) -> bool:
+    """Whether ``up``'s failure accounts for ``down``'s: lost or late rows upstream account for
+    anything downstream; a column's failure accounts for a column it feeds (or for the rows,
+    when it decides them)."""
+    if up.column is None:
+        return True
+    target = (down.cause, down.column or ROWS)
+    return (up.cause, up.column.lower()) in _column_ancestors(edges, target)
+
+
+def settle_ties(
+    inv: Investigation, edges: tuple[tuple[tuple[str, str], tuple[str, str]], ...]
+) -> None:
+    """Hypotheses tied at the top are not ordered by name. One that lies upstream of each of
+    the others and explains its failure comes first; otherwise the tie is left unsettled, and
+    the verdict abstains naming the probe that would split them."""
+    if len(inv.ranked) < 2 or inv.ranked[0][1].confidence != inv.ranked[1][1].confidence:
+        return
+    best = inv.ranked[0][1].confidence
+    tied = [hs for hs in inv.ranked if hs[1].confidence == best]
+    for h, s in tied:
+        below = reachable(h.cause, _downstream(inv))
+        others = [o for o, _ in tied if o is not h]
+        if all(o.cause in below and _explains(h, o, edges) for o in others):
+            inv.ranked.remove((h, s))
+            inv.ranked.insert(0, (h, s))
+            return
+    names = " and ".join(
+        relation_of(h.cause) + (f".{h.column}" if h.column else "") for h, _ in tied[:3]
+    )
+    inv.tie = (
+        f"{names} are tied at {best:.2f} and neither explains the other: query both over the "
+        "window's rows to see which changed first"
+    )
+
+
+def _downstream(inv: Investigation) -> dict[str, set[str]]:
+    out: dict[str, set[str]] = {}
+    for node, ups in inv.upstream.items():
+        for up in ups:
+            out.setdefault(up, set()).add(node)
+    return out

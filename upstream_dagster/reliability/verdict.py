@@ -37,6 +37,7 @@ class Verdict:
     notes: tuple[str, ...] = field(default=())
     summary: str = ""  # the narrator's prose over summary_sentences(); "" = the template
     pull_request: str = ""  # the narrator's pull-request description; "" = the template
+    unsettled: str = ""  # a tie at the top nothing splits, and the probe that would
 
     @property
     def top(self) -> tuple[Hypothesis, Score] | None:
@@ -48,7 +49,9 @@ class Verdict:
 
     @property
     def concluded(self) -> bool:
-        return self.top is not None and self.confidence >= self.min_confidence
+        return (
+            self.top is not None and self.confidence >= self.min_confidence and not self.unsettled
+        )
 
     @property
     def cause(self) -> str | None:
@@ -82,6 +85,8 @@ class Verdict:
                 f"{relation_of(self.symptom)} changed, so a second failure would point at the "
                 "check or at the asset itself"
             )
+        if self.unsettled:
+            return self.unsettled
         h, s = self.ranked[0]
         if not s.forensic:
             return f"query {relation_of(h.cause)} to confirm the {h.failure_class} directly"
@@ -90,6 +95,8 @@ class Verdict:
         return f"compare {relation_of(h.cause)} with its upstreams' run records"
 
     def headline(self) -> str:
+        if self.unsettled:
+            return f"abstained (a tie at {self.confidence:.2f}): {self.probe()}"
         if not self.concluded:
             return (
                 f"abstained (confidence {self.confidence:.2f} < {self.min_confidence}): "
@@ -106,12 +113,20 @@ class Verdict:
 def rescore(
     inv: Investigation, simulated: dict[int, float]
 ) -> tuple[tuple[Hypothesis, Score], ...]:
-    """Re-rank after simulation: ``simulated`` maps a rank to its simulation component."""
+    """Re-rank after simulation: ``simulated`` maps a rank to its simulation component. Equal
+    confidences keep the investigation's order (`investigate.settle_ties`), never a name's."""
     out = [
         (h, replace(s, simulation=simulated.get(i, s.simulation)))
         for i, (h, s) in enumerate(inv.ranked)
     ]
-    return tuple(sorted(out, key=lambda hs: (-hs[1].confidence, hs[0].cause)))
+    return tuple(sorted(out, key=lambda hs: -hs[1].confidence))
+
+
+def unsettled(inv: Investigation, ranked: tuple[tuple[Hypothesis, Score], ...]) -> str:
+    """The investigation's tie, if the simulation did not split it."""
+    if len(ranked) > 1 and ranked[0][1].confidence == ranked[1][1].confidence:
+        return inv.tie
+    return ""
 
 
 def _cite(ids: tuple[int, ...] | list[int]) -> str:

@@ -9,6 +9,10 @@ from typing import Any, Protocol
 from upstream_dagster.reliability.evidence import Finding, Hypothesis, Ledger, Score
 from upstream_dagster.reliability.health import FailingCheck, NodeView, Window
 
+# The downstream end of a row-lineage edge: a column that decides which rows a model holds
+# (a filter, a join key, a grouping) feeds every column of it.
+ROWS = "*"
+
 
 class BudgetExhausted(Exception):
     """The run's DataHub read budget is spent."""
@@ -44,6 +48,8 @@ class Trigger:
     # Other datasets the failing check reads (a referential-integrity test's parent table):
     # walked as if they fed the symptom, since the check's failure can start in either.
     inputs: tuple[str, ...] = ()
+    # The columns it reads there (the parent's key): connected to the symptom like its own.
+    input_columns: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass
@@ -55,6 +61,8 @@ class Investigation:
     ranked: list[tuple[Hypothesis, Score]] = field(default_factory=list)
     walked: int = 0
     day_profiled: set[str] = field(default_factory=set)  # nodes whose days are profiled
+    observed: set[str] = field(default_factory=set)  # nodes something could be seen on
+    tie: str = ""  # two causes the walk could not separate, and the probe that would
     forensic_queries: int = 0
     budget_note: str = ""
     memory_used: bool = False

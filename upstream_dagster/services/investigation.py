@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 from dataclasses import replace as copy
 from typing import Any
 
+from upstream_dagster.datahub.aspects import BUILD_PROPERTY
 from upstream_dagster.datahub.incidents import memory_of, trigger_for
 from upstream_dagster.datahub.probe import GraphProbe
 from upstream_dagster.datahub.protocol import MetadataGraph
@@ -23,7 +24,7 @@ from upstream_dagster.reliability.incident_risk import incident_risk
 from upstream_dagster.reliability.investigate import investigate
 from upstream_dagster.reliability.remediation import MACRO_PATH, Remedy, remedy
 from upstream_dagster.reliability.rules import judge
-from upstream_dagster.reliability.verdict import Verdict, rescore, summary_sentences
+from upstream_dagster.reliability.verdict import Verdict, rescore, summary_sentences, unsettled
 from upstream_dagster.reliability.walk import Investigation, Memory, Trigger
 from upstream_dagster.services.incident_record import ForensicRecorder
 from upstream_dagster.services.observe import measure_urn
@@ -47,6 +48,7 @@ class Triage:
     reads: int
     history: dict[str, Any]  # the symptom's schema, profile and siblings history
     record: tuple[dict[str, Any], ...] = ()  # every DataHub read triage made, and its answer
+    build_check: bool = False  # the failing assertion is a model's build (a loud failure)
 
 
 def triage(graph: MetadataGraph, spec: EstateSpec, key: str) -> Triage:
@@ -80,6 +82,7 @@ def triage_on(graph: MetadataGraph, spec: EstateSpec, key: str) -> Triage:
         opened.properties.get("dbt_unique_id"),
         reads,
         opened.history,
+        build_check=bool(opened.properties.get(BUILD_PROPERTY)),
     )
 
 
@@ -190,6 +193,12 @@ def recheck(spec: EstateSpec, t: Triage, base: float | None) -> Recheck:
     ``base`` is the check's last passing observation (`baseline`)."""
 
     def run(box: DbtProject) -> tuple[bool, str]:
+        if t.build_check:
+            node = box.node_of(relation_of(t.trigger.symptom))
+            status = box.results().get(str(node["unique_id"])) if node else None
+            if status is None:
+                return False, f"{relation_of(t.trigger.symptom)} was not built in the sandbox"
+            return status == "success", f"dbt build of the model: {status} in the sandbox"
         if t.dbt_test:
             status = box.results().get(t.dbt_test)
             if status is None:
@@ -264,6 +273,7 @@ def verdict_step(
         consumers=g.consumers or (),
         memory_used=inv.memory_used,
         notes=notes,
+        unsettled=unsettled(inv, ranked),
     )
     return narrate(v, narrator) if narrator is not None and narrator.enabled else v
 

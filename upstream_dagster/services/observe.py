@@ -5,12 +5,15 @@ measured on the relations it selects (an assertion with a run event), every rela
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 from upstream_dagster import clock
+from upstream_dagster.datahub import signals
 from upstream_dagster.datahub.protocol import MetadataGraph
 from upstream_dagster.datahub.signals import (
     MonitorReport,
@@ -210,3 +213,44 @@ def run_guards(
             report_run(graph, urn, dataset, ok, {"message": message}, at, run_id)
             out.append((urn, ok))
     return out
+
+
+def build_outcomes(run_results: dict[str, Any], nodes: Sequence[Node]) -> dict[str, str | None]:
+    """Each model dbt ran, by its DataHub URN: dbt's error when it failed, None when it built.
+    A model dbt skipped (something upstream of it failed) is neither, and is left out."""
+    urn_of = {n.unique_id: n.urn for n in nodes}
+    out: dict[str, str | None] = {}
+    for r in run_results.get("results", []):
+        urn = urn_of.get(str(r.get("unique_id")))
+        if urn is None or not str(r.get("unique_id")).startswith("model."):
+            continue
+        if r.get("status") == "success":
+            out[urn] = None
+        elif r.get("status") == "error":
+            out[urn] = " ".join(str(r.get("message") or "dbt reported an error").split())[:1000]
+    return out
+
+
+def report_builds(
+    graph: MetadataGraph, run_results: dict[str, Any], nodes: Sequence[Node], run_id: str
+) -> dict[str, str]:
+    """Report this build's model outcomes into DataHub; returns the failed models' errors."""
+    outcomes = build_outcomes(run_results, nodes)
+    signals.report_builds(graph, outcomes, clock.observed_ms(), run_id)
+    return {urn: error for urn, error in outcomes.items() if error is not None}
+
+
+def restamp_freshness(sources_json: Path) -> None:
+    """Stamp dbt's freshness results with the moment they were observed, like every other
+    observation Upstream reports (`clock.observed_ms`). dbt stamps them with the clock it
+    measured age against, which a pinned clock holds still: each build's freshness event would
+    then share one time stamp, before the profiles of the build that observed it. The status and
+    the age dbt computed are kept as they are."""
+    if not sources_json.exists():
+        return
+    data = json.loads(sources_json.read_text())
+    at = datetime.fromtimestamp(clock.observed_ms() / 1000, UTC).isoformat()
+    for result in data.get("results", []):
+        if result.get("snapshotted_at"):
+            result["snapshotted_at"] = at
+    sources_json.write_text(json.dumps(data))

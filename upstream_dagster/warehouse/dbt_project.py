@@ -16,10 +16,39 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from upstream_dagster.errors import BuildFailed
 from upstream_dagster.settings import Settings
 
 IGNORED = shutil.ignore_patterns("target", "logs", "dbt_packages", ".user.yml", "__pycache__")
+
+
+CLOCK_MACRO_NAME = "duckdb__current_timestamp"
+CLOCK_MACRO = """{#-
+  Supplied by Upstream when it deploys the project (the tracked project is not changed): the
+  one clock. dbt's source freshness compares max(loaded_at) with current_timestamp(); when
+  UPSTREAM_CLOCK pins Upstream's clock, dbt reads the same instant, so a pinned run is
+  reproducible.
+-#}
+{% macro duckdb__current_timestamp() -%}
+  {%- set pinned = env_var('UPSTREAM_CLOCK', '') -%}
+  {%- if pinned -%}
+    cast(cast('{{ pinned | replace("Z", "") }}' as timestamptz) as timestamp)
+  {%- else -%}
+    cast(now() as timestamp)
+  {%- endif -%}
+{%- endmacro %}
+"""
+
+
+def _macro_paths(project: Path) -> list[str]:
+    try:
+        config = yaml.safe_load((project / "dbt_project.yml").read_text()) or {}
+    except yaml.YAMLError:
+        config = {}
+    paths = config.get("macro-paths") if isinstance(config, dict) else None
+    return [str(p) for p in paths] if isinstance(paths, list) and paths else ["macros"]
 
 
 def dbt_executable() -> str:
@@ -68,7 +97,20 @@ class DbtProject:
             shutil.rmtree(self.project_dir)
         if not self.project_dir.exists():
             shutil.copytree(self.source, self.project_dir, ignore=IGNORED)
+            self._supply_clock()
         return self.project_dir
+
+    def _supply_clock(self) -> None:
+        """Give the deployed copy Upstream's clock: dbt's current_timestamp() reads
+        UPSTREAM_CLOCK when it is pinned, so source freshness and the models agree with every
+        other time Upstream computes. Left alone when the project defines its own."""
+        macros = [self.project_dir / p for p in _macro_paths(self.project_dir)]
+        for folder in macros:
+            for path in folder.rglob("*.sql") if folder.is_dir() else ():
+                if CLOCK_MACRO_NAME in path.read_text(errors="replace"):
+                    return
+        macros[0].mkdir(parents=True, exist_ok=True)
+        (macros[0] / "upstream_clock.sql").write_text(CLOCK_MACRO)
 
     def run(self, *args: str) -> subprocess.CompletedProcess[str]:
         cmd = [

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
-from datetime import date, timedelta
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -34,11 +34,15 @@ def rel(table: str) -> str:
 
 
 @contextmanager
-def connect(path: Path, *, read_only: bool = True) -> Iterator[duckdb.DuckDBPyConnection]:
-    if not path.exists():
+def connect(
+    path: Path, *, read_only: bool = True, create: bool = False, external: bool = False
+) -> Iterator[duckdb.DuckDBPyConnection]:
+    """A connection with external access off (no file, no network) unless ``external``: only
+    an estate's own feed script may read files. ``create`` makes a missing warehouse."""
+    if not path.exists() and not create:
         raise UpstreamError(f"the warehouse {path} does not exist", "run `make demo` first")
     config: dict[str, str | bool | int | float | list[str]] = (
-        {"enable_external_access": False} if read_only else {}
+        {} if external else {"enable_external_access": False}
     )
     try:
         con = duckdb.connect(str(path), read_only=read_only, config=config)
@@ -192,3 +196,24 @@ class Warehouse:
         self, sql: str, allowed: set[str]
     ) -> tuple[str | None, list[tuple[Any, ...]], str]:
         return forensic(self.path, sql, allowed)
+
+
+def load_feeds(warehouse: Path, script: Path, now: datetime) -> dict[str, int]:
+    """Run an estate's feed script against ``warehouse``, the clock bound to the SQL variable
+    ``upstream_now``; returns the row count of every relation afterwards."""
+    if not script.is_file():
+        raise UpstreamError(
+            f"the feed script {script} does not exist",
+            "point UPSTREAM_FEEDS at a .sql file that creates the raw tables, or unset it",
+        )
+    warehouse.parent.mkdir(parents=True, exist_ok=True)
+    stamp = now.astimezone(UTC).replace(tzinfo=None).isoformat(sep=" ")
+    with connect(warehouse, read_only=False, create=True, external=True) as con:
+        con.execute(f"SET VARIABLE upstream_now = TIMESTAMP '{stamp}'")
+        try:
+            con.execute(script.read_text())
+        except duckdb.Error as exc:
+            raise UpstreamError(
+                f"the feed script {script} failed: {exc}", "fix the SQL in the script"
+            ) from exc
+        return {t: row_count(con, t) for t in relations(con)}

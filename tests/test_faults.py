@@ -1,0 +1,83 @@
+"""Scenario faults: on a feed, statements over its table; on a dbt model, a change to its code
+that the build then carries. Run against a real DuckDB; no estate needed."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import duckdb
+import pytest
+from pydantic import ValidationError
+
+from upstream_dagster.evaluation.faults import fault_sql, model_sql
+from upstream_dagster.evaluation.scenario import Fault
+
+NOW = datetime(2026, 11, 29, 6, tzinfo=UTC)
+COLS = [("acct_key", "INTEGER"), ("amount", "DECIMAL(12,2)"), ("booked_at", "TIMESTAMP")]
+# A model as teams write them: a CTE, a Jinja config block, a trailing comment.
+MODEL = """{{ config(materialized='table') }}
+with src as (select * from raw_ledger)
+select acct_key, amount, booked_at from src
+-- the ledger, one row per booking"""
+
+
+@pytest.fixture
+def con() -> duckdb.DuckDBPyConnection:
+    c = duckdb.connect()
+    c.execute(
+        "create table raw_ledger as select range::INTEGER as acct_key, "
+        "(range % 50 + 1)::DECIMAL(12,2) as amount, "
+        "TIMESTAMP '2026-11-29 05:00:00' - to_hours(range) as booked_at from range(1000)"
+    )
+    return c
+
+
+def run(con: duckdb.DuckDBPyConnection, fault: Fault) -> tuple[list[str], list[tuple[object, ...]]]:
+    sql = model_sql(fault, COLS, MODEL, NOW).replace("{{ config(materialized='table') }}", "")
+    rel = con.execute(sql)
+    names = [d[0] for d in rel.description]
+    return names, rel.fetchall()
+
+
+def fault(**kw: object) -> Fault:
+    return Fault.model_validate({"relation": "ledger.bookings", **kw})
+
+
+def test_a_model_fault_changes_what_the_model_returns_and_nothing_else(
+    con: duckdb.DuckDBPyConnection,
+) -> None:
+    names, rows = run(con, fault(kind="rename_column", column="amount", to="amount_eur"))
+    assert names == ["acct_key", "amount_eur", "booked_at"] and len(rows) == 1000
+    names, _ = run(con, fault(kind="drop_column", column="amount"))
+    assert names == ["acct_key", "booked_at"]
+    typed = model_sql(fault(kind="change_type", column="amount", to="varchar"), COLS, MODEL, NOW)
+    assert 'CAST("amount" AS TEXT)'.lower() in typed.lower()
+    _, rows = run(con, fault(kind="null_column", column="amount", fraction=0.6))
+    nulls = sum(r[1] is None for r in rows) / len(rows)
+    assert 0.5 < nulls < 0.7
+    _, rows = run(con, fault(kind="delete_rows", fraction=0.3))
+    assert 600 < len(rows) < 800
+    _, rows = run(con, fault(kind="duplicate_rows", days=1))
+    assert len(rows) == 1000 + 6  # the rows dated after the day before the clock: twice
+    _, rows = run(con, fault(kind="stale", hours=48))
+    assert max(r[2] for r in rows) == datetime(2026, 11, 27, 6)  # nothing newer than 48 h
+    _, rows = run(con, fault(kind="scale_values", column="amount", factor=10, days=1))
+    assert sum(float(r[1]) for r in rows) > sum(float(x[0]) for x in con.execute(
+        "select amount from raw_ledger").fetchall())  # fmt: skip
+
+
+def test_a_model_fault_on_a_column_the_model_lacks_names_the_columns_it_has() -> None:
+    with pytest.raises(Exception, match="pick one of: acct_key, amount, booked_at"):
+        model_sql(fault(kind="null_column", column="nope"), COLS, MODEL, NOW)
+
+
+@pytest.mark.parametrize(
+    "to",
+    ["VARCHAR; DROP TABLE raw_ledger", "VARCHAR; COPY (SELECT 'x') TO '/tmp/f.csv'", "no_such"],
+)
+def test_a_change_type_target_is_a_parsed_type_never_text_pasted_into_sql(to: str) -> None:
+    with pytest.raises(ValidationError, match="is not a column type"):
+        fault(kind="change_type", column="amount", to=to)
+    ok = fault(kind="change_type", column="amount", to="decimal(14,2)")
+    (sql,) = fault_sql(ok, COLS, NOW)
+    assert sql.endswith("TYPE DECIMAL(14, 2)")
