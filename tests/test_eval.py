@@ -71,21 +71,43 @@ def test_each_committed_record_replays_to_the_live_verdict(path: Path, no_datahu
     assert not re.search(r'"(time|timestampMillis|created_ms|timestamp_ms)": \d{11}', text)
 
 
-def test_the_random_records_replay_to_their_live_verdicts(no_datahub: None) -> None:
+RANDOM_SUITES = [(d, ROOT / "estate.yaml") for d in sorted(RECORDS.glob("random-*"))] + [
+    (d, ROOT / "evals/estates/subscriptions/estate.yaml")
+    for d in sorted((RECORDS / "subscriptions").glob("random-*"))
+]
+
+
+@pytest.mark.parametrize("suite,estate", RANDOM_SUITES, ids=lambda x: str(x).split("records/")[-1])
+def test_the_random_records_replay_to_their_live_verdicts(
+    suite: Path, estate: Path, no_datahub: None
+) -> None:
     from upstream_dagster.evaluation.scenario import Scenario
 
-    spec = load_estate(ROOT / "estate.yaml")
-    paths = sorted((RECORDS / "random-7").glob("*.json"))
-    assert len(paths) == 20
+    spec = load_estate(estate)
+    paths = sorted(suite.glob("*.json"))
+    assert len(paths) >= 40  # at least 40 faults per seed
     for path in paths:
         record = records.load(path)
         case = Scenario.model_validate(record["scenario"])
-        (occ,) = record["occurrences"]
-        (r,) = replay_case(case, record, spec)
-        assert r.fired == occ["fired"]
-        if occ["fired"]:
-            live = occ["investigation"]["live"]
-            assert (r.concluded, r.confidence) == (live["concluded"], live["confidence"]), path
+        results = replay_case(case, record, spec)
+        for occ, r in zip(record["occurrences"], results, strict=True):
+            assert r.fired == occ["fired"]
+            if occ["fired"]:
+                live = occ["investigation"]["live"]
+                assert (r.concluded, r.confidence) == (live["concluded"], live["confidence"]), path
+
+
+def test_the_random_suites_cover_both_estates_and_every_fault_kind() -> None:
+    from upstream_dagster.evaluation.scenario import Scenario
+
+    estates = {estate.parent.name for _, estate in RANDOM_SUITES}
+    assert len(estates) == 2 and sum(1 for _ in RANDOM_SUITES) >= 5
+    kinds = set()
+    for suite, _ in RANDOM_SUITES:
+        for path in suite.glob("*.json"):
+            case = Scenario.model_validate(records.load(path)["scenario"])
+            kinds |= {f.kind for f in case.faults}
+    assert kinds == set(get_args(FaultKind))
 
 
 def test_upstream_eval_replay_prints_the_grid_and_the_shipped_suite_meets_its_targets(
@@ -176,8 +198,23 @@ def test_the_draw_covers_every_fault_kind_on_feeds_and_models_and_never_an_unche
         models={"stg.b", "mart.c"},
         downstream={"raw.a": {"stg.b"}, "stg.b": {"mart.c"}, "raw.z": {"stg.q"}},
         checked={"mart.c"},
+        monitors=(("totals", "mart.c"),),
     )
     drawn = draw(estate, 300, 1)
+    coincidences = [c for c in drawn if c.expect.abstain]
+    assert 30 < len(coincidences) < 90  # about one in five
+    kinds_of_coincidence = set()
+    for case in coincidences:  # a flaky monitor, and a change that cannot explain it
+        (fault,) = case.faults
+        assert case.flaky == ["totals"] and case.trigger and case.trigger.dataset == "mart.c"
+        if fault.table == "raw.z":  # a real fault, on a branch that does not feed mart.c
+            kinds_of_coincidence.add("off branch")
+        else:  # a widening upstream that changes no value
+            assert (fault.kind, fault.column, fault.to) == ("change_type", "x", "BIGINT")
+            assert fault.table in ("raw.a", "stg.b")
+            kinds_of_coincidence.add("widening")
+    assert kinds_of_coincidence == {"off branch", "widening"}
+    drawn = [c for c in drawn if not c.expect.abstain]
     kinds = {(c.faults[0].kind, c.faults[0].table in estate.models) for c in drawn}
     assert {k for k, _ in kinds} == set(get_args(FaultKind))
     assert ("skip_model", False) not in kinds  # a feed is not built, so it cannot be skipped

@@ -4,6 +4,7 @@ demo's: the controller must not know them."""
 
 from __future__ import annotations
 
+import math
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -239,12 +240,19 @@ def test_a_check_that_reads_another_table_walks_that_table_branch_too() -> None:
     assert top.path == (feed, parent, MART)
 
 
-def test_no_hard_artifact_scales_confidence_by_six_tenths() -> None:
-    soft = Score(1, 1, 1, 1, 0, 0, 0, hard=False)
-    hard = Score(1, 1, 1, 1, 0, 0, 0, hard=True)
-    assert hard.confidence == pytest.approx(0.7)
-    assert soft.confidence == pytest.approx(0.42)
-    assert "x 0.6" in soft.explain()
+def test_confidence_is_the_fitted_logistic_of_the_evidence_and_explains_its_arithmetic() -> None:
+    from upstream_dagster.reliability.evidence import FEATURES, WEIGHTS
+
+    weak = Score(0.5, 1, 1 / 3, 0, 0, 0, 0, hard=False)
+    strong = Score(1, 1, 1, 0, 1, 1, 1, hard=True)
+    assert 0 < weak.confidence < strong.confidence < 1
+    z = WEIGHTS[0] + sum(w * x for w, x in zip(WEIGHTS[1:], strong.features, strict=True))
+    assert strong.confidence == pytest.approx(1 / (1 + math.exp(-z)), abs=1e-4)
+    text = strong.explain()
+    assert text.startswith(f"logistic({WEIGHTS[0]:+.2f}") and text.endswith(
+        f"= {strong.confidence:.2f}"
+    )
+    assert all(name in text for name in FEATURES if getattr(strong, name))
 
 
 def test_monitor_rules_report_what_they_measured() -> None:
@@ -526,3 +534,57 @@ def test_row_columns_are_the_ones_that_decide_which_rows_a_query_returns() -> No
     """
     assert row_columns(sql) == {"kind", "acct_key", "plan_code", "region", "amount", "n"}
     assert row_columns("select * from (((") == frozenset()
+
+
+def test_rows_that_left_one_day_are_explained_by_the_column_failure_of_the_whole_table() -> None:
+    """NULLs in a table's date column move its rows out of their day: the day's count drops
+    while the table's does not. The column's NULLs are the failure, not lost rows."""
+    check = FailingCheck("urn:li:assertion:v", "rows per day", None, 2_000)
+    day_before = Profile(900, 40, (("booked_at", ColumnProfile(0.0, None)),), "booked_at=d")
+    day_after = Profile(1_500, 10, (("booked_at", ColumnProfile(0.0, None)),), "booked_at=d")
+    whole = profiles("booked_at", 0.0, 0.6)
+    g = Graph(
+        views={
+            MART: NodeView(MART, "mart", (check,)),
+            SRC: NodeView(SRC, "crm.accounts", profiles=(*whole, day_before, day_after)),
+        },
+        ups={MART: (SRC,)},
+    )
+    top = investigate(Trigger(MART, check, W), g).ranked[0][0]
+    assert (top.cause, top.column, top.failure_class) == (SRC, "booked_at", "null_jump")
+
+
+def test_a_freshness_failure_is_named_by_what_the_profile_recorded_not_by_the_check() -> None:
+    fresh = FailingCheck("urn:li:assertion:f", "source freshness", None, 2_000, freshness=True)
+    g = Graph(
+        views={SRC: NodeView(SRC, "crm.accounts", (fresh,), profiles=profiles("loaded", 0, 0.9))},
+        ups={},
+    )
+    top = investigate(Trigger(SRC, fresh, W), g).ranked[0][0]
+    assert (top.column, top.failure_class) == ("loaded", "null_jump")
+
+
+@pytest.mark.parametrize(
+    "old,new,wide",
+    [
+        ("INTEGER", "BIGINT", True),
+        ("smallint", "INTEGER", True),
+        ("FLOAT", "DOUBLE", True),
+        ("DECIMAL(12,2)", "DECIMAL(14, 2)", True),
+        ("VARCHAR(20)", "VARCHAR", True),
+        ("BIGINT", "INTEGER", False),  # narrower: values can be cut
+        ("DECIMAL(12,2)", "DECIMAL(12,0)", False),  # loses the cents
+        ("INTEGER", "VARCHAR", False),  # another family: consumers can tell
+        ("", "BIGINT", False),  # the old type unknown: not assumed harmless
+    ],
+)
+def test_a_widened_type_keeps_every_value_and_is_no_finding(old: str, new: str, wide: bool) -> None:
+    from upstream_dagster.reliability.evidence import Ledger
+    from upstream_dagster.reliability.health import diagnose, widened
+
+    assert widened(old, new) is wide
+    event = SchemaEvent(1_500, "MODIFY", "amount", new, None, old)
+    (change,) = correlate((event,))
+    assert change.kind == ("type_widened" if wide else "type_change")
+    found = diagnose(NodeView(SRC, "crm.accounts", schema=(event,)), W, Ledger())
+    assert [f.failure_class for f in found] == ([] if wide else ["type_change"])

@@ -116,3 +116,38 @@ def eval_(
         )
     )
     raise typer.Exit(1 if missed else 0)
+
+
+@app.command()
+def calibrate(
+    suite_dirs: Annotated[
+        list[str],
+        typer.Argument(
+            help="Folders of random-suite records, each DIR or DIR=ESTATE_FILE (the estate.yaml "
+            "the records were made under; default UPSTREAM_ESTATE).",
+        ),
+    ],
+    ridge: Annotated[float, typer.Option(help="The ridge penalty on the weights.")] = 1.0,
+) -> None:
+    """Fit the critic's confidence weights to how often its top hypothesis was right.
+
+    Replays every record in the folders, fits a logistic regression of right-or-wrong on the
+    evidence components, and prints the weights (for reliability.evidence.WEIGHTS) and the
+    reliability table on the fitted data. Check them on seeds the fit did not see with
+    `upstream eval --random N --seed S --replay`."""
+    from upstream_dagster.evaluation.calibrate import fit, report, samples
+    from upstream_dagster.spec import load_estate
+
+    settings = settings_mod.load()
+
+    def run() -> list[str]:
+        data = []
+        for item in suite_dirs:
+            folder, _, estate = item.partition("=")
+            spec = load_estate(Path(estate) if estate else settings.estate_file)
+            data += samples(Path(folder).glob("*.json"), spec)
+        out.print(f"{len(data)} investigations, {sum(s.right for s in data)} right")
+        weights = fit(data, ridge)
+        return [*report(data, weights), "", f"WEIGHTS = {weights}"]
+
+    plain("\n".join(guarded(run)))

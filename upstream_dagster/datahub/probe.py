@@ -103,6 +103,7 @@ def _events(transactions: Sequence[Transaction]) -> tuple[SchemaEvent, ...]:
                     str(p.get("fieldPath", "")),
                     str(p.get("nativeType") or p.get("newNativeType") or ""),
                     p.get("oldFieldPath"),
+                    str(p.get("oldNativeType") or ""),
                 )
             )
     return tuple(out)

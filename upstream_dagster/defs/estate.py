@@ -104,14 +104,16 @@ def test_description(manifest: Mapping[str, Any], unique_id: str) -> str:
     )
 
 
-def _build_errors(run_results: Path) -> list[str]:
-    if not run_results.exists():
-        return ["dbt wrote no run_results.json"]
-    results = json.loads(run_results.read_text())["results"]
+def _build_errors(results_file: Path, status: str = "error") -> list[str]:
+    """The nodes dbt could not run (tests aside): from run_results.json, or from sources.json
+    with ``status`` "runtime error" (a freshness dbt could not measure)."""
+    if not results_file.exists():
+        return [f"dbt wrote no {results_file.name}"] if status == "error" else []
+    results = json.loads(results_file.read_text())["results"]
     return [
         f"{r['unique_id']}: {(r.get('message') or '').strip()[:300]}"
         for r in results
-        if r["status"] == "error" and not r["unique_id"].startswith(("test.", "unit_test."))
+        if r["status"] == status and not r["unique_id"].startswith(("test.", "unit_test."))
     ]
 
 
@@ -232,11 +234,18 @@ def estate_defs(manifest: dict[str, Any], spec: EstateSpec) -> dg.Definitions:
         upstream: UpstreamResource,
     ) -> dg.MaterializeResult[Any]:
         result = ingest_estate(context, upstream.settings().artifacts_dir, dbt, datahub, manifest)
-        run_results = upstream.settings().artifacts_dir / "run_results.json"
+        artifacts = upstream.settings().artifacts_dir
+        run_results = artifacts / "run_results.json"
         if run_results.exists():
+            sources = artifacts / "sources.json"
+            freshness = json.loads(sources.read_text()) if sources.exists() else None
             with datahub.graph() as graph:
                 failed = observe.report_builds(
-                    graph, json.loads(run_results.read_text()), nodes, context.run.run_id
+                    graph,
+                    json.loads(run_results.read_text()),
+                    nodes,
+                    context.run.run_id,
+                    freshness,
                 )
             for urn, error in sorted(failed.items()):
                 context.log.error(f"dbt could not build {urn}: {error}")
@@ -247,16 +256,19 @@ def estate_defs(manifest: dict[str, Any], spec: EstateSpec) -> dg.Definitions:
         deps=[PROFILES],
         group_name="datahub",
         kinds={"dbt"},
-        description="Fails the run when dbt could not build a model, after DataHub was told "
-        "(a failing build check on the model, with dbt's error) and the estate was profiled: "
-        "the failed_builds sensor opens an incident for it.",
+        description="Fails the run when dbt could not build a model (or could not measure a "
+        "feed's freshness), after DataHub was told (a failing build check on it, with dbt's "
+        "error) and the estate was profiled: the failed_builds sensor opens an incident for it.",
     )
     def build_outcome(upstream: UpstreamResource) -> dg.MaterializeResult[Any]:
         settings = upstream.settings()
         errors = _build_errors(settings.artifacts_dir / "run_results.json")
-        if errors:
+        feeds = _build_errors(settings.artifacts_dir / "sources.json", "runtime error")
+        if errors or feeds:
+            what = [f"dbt could not build {len(errors)} model(s)"] if errors else []
+            what += [f"could not measure the freshness of {len(feeds)} feed(s)"] if feeds else []
             raise BuildFailed(
-                f"dbt could not build {len(errors)} model(s): " + "; ".join(errors[:3]),
+                " and ".join(what) + ": " + "; ".join((errors + feeds)[:3]),
                 "DataHub holds a failing build check on each, and the failed_builds sensor "
                 "opens an incident that finds the upstream change; or fix the model SQL in "
                 f"{settings.dbt_source_dir}/models and rebuild",

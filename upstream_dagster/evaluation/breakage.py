@@ -55,7 +55,7 @@ def _refresh(settings: Settings, skip_tables: set[str]) -> dg.ExecuteInProcessRe
     return runs.run_job(settings, "estate_refresh", selection=selection, loud_build_ok=True)
 
 
-def _monitor_assertions(graph: MetadataGraph, monitor: str) -> list[tuple[str, str]]:
+def monitor_assertions(graph: MetadataGraph, monitor: str) -> list[tuple[str, str]]:
     urns = graph.search(SearchQuery(entity_type="assertion"))
     infos = graph.get_aspects(urns, ["assertionInfo"])
     out = []
@@ -69,7 +69,7 @@ def _monitor_assertions(graph: MetadataGraph, monitor: str) -> list[tuple[str, s
 def report_flaky(graph: MetadataGraph, monitor: str, at_ms: int, run_id: str) -> list[str]:
     """A scenario's flaky check: the monitor's first assertion reports a failure once, with no
     change in the data (a timeout, a lost connection)."""
-    found = _monitor_assertions(graph, monitor)
+    found = monitor_assertions(graph, monitor)
     if not found:
         raise UpstreamError(
             f"no assertion in DataHub belongs to monitor {monitor!r}",

@@ -12,6 +12,12 @@ The expected root cause follows from where the fault was put: the faulted relati
 column for a column fault. The estate is clean before the fault, on a pinned clock, so any check
 that fails after it fails because of it; a fault that fires no check is a monitoring gap, shown
 and not graded.
+
+About one draw in five is a coincidence instead: a monitor fails once with no change in the
+data (a timeout) while something else changed in the same window: a real fault on a branch that
+does not feed the failing dataset, or a harmless schema change upstream of it (a numeric column
+widened). Nothing explains the failure, so the expected answer is an abstention; these are the
+draws where a confident answer would be wrong.
 """
 
 from __future__ import annotations
@@ -21,6 +27,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from upstream_dagster.datahub import Target, connected
+from upstream_dagster.datahub.model import assertion_properties
+from upstream_dagster.evaluation.breakage import monitor_assertions
 from upstream_dagster.evaluation.scenario import Scenario
 from upstream_dagster.reliability.investigate import reachable
 from upstream_dagster.settings import Settings
@@ -40,6 +48,7 @@ class Estate:
     models: set[str]  # relations a dbt model builds (the rest are feeds)
     downstream: dict[str, set[str]]  # relation -> relations it feeds
     checked: set[str]  # relations with an assertion
+    monitors: tuple[tuple[str, str], ...] = ()  # (estate.yaml monitor, the relation it fails on)
 
     def candidates(self) -> list[str]:
         """Relations whose fault can reach a check: a checked one, or one upstream of it."""
@@ -60,6 +69,18 @@ def read_estate(settings: Settings) -> Estate:
         if up != dn:  # not a dbt node and its warehouse table
             down.setdefault(up, set()).add(dn)
     checked = {relation_of(r.asserted_urn) for r in runs}
+    with connected(Target.of(settings)) as graph:
+        names = {
+            str(assertion_properties(i.get("assertionInfo") or {}).get("upstream_monitor", ""))
+            for i in graph.get_aspects(
+                sorted({r.assertion_urn for r in runs}), ["assertionInfo"]
+            ).values()
+        }
+        monitors = tuple(
+            (name, relation_of(found[0][1]))
+            for name in sorted(n for n in names if n)
+            if (found := monitor_assertions(graph, name)) and found[0][1]
+        )
     manifest = DbtProject.of(settings).manifest()
     models = set()
     for props in manifest["nodes"].values():
@@ -70,7 +91,7 @@ def read_estate(settings: Settings) -> Estate:
         tables = wh.relations(con)
     in_lineage = set(down) | {d for ds in down.values() for d in ds}
     relations = {r: tables[r] for r in sorted(in_lineage) if r in tables}
-    return Estate(relations, models & set(relations), down, checked)
+    return Estate(relations, models & set(relations), down, checked, monitors)
 
 
 def _kinds(estate: Estate, relation: str) -> list[str]:
@@ -117,12 +138,52 @@ def _fault(rng: random.Random, estate: Estate, relation: str, kind: str) -> dict
     return fault
 
 
+WIDER = {"TINYINT": "BIGINT", "SMALLINT": "BIGINT", "INTEGER": "BIGINT", "FLOAT": "DOUBLE"}
+
+
+def _coincidence(rng: random.Random, estate: Estate, i: int, n: int, seed: int) -> Scenario | None:
+    """A monitor fails with no change in the data while a real fault lands off its branch or
+    a numeric column upstream of it is widened (no value changes): nothing explains it."""
+    monitor, failing = rng.choice(estate.monitors)
+    ups = {r for r in estate.relations if failing in reachable(r, estate.downstream)}
+    below: set[str] = reachable(failing, estate.downstream)
+    off = sorted(set(estate.relations) - ups - {failing} - below)
+    widen = [(r, c, WIDER[t.upper()]) for r in sorted(ups | {failing})
+             for c, t in estate.relations[r] if t.upper() in WIDER]  # fmt: skip
+    if off and (not widen or rng.random() < 0.5):
+        relation = rng.choice(off)
+        fault = _fault(rng, estate, relation, rng.choice(_kinds(estate, relation)))
+        what = f"a {fault['kind']} fault lands on {relation}, off its branch"
+    elif widen:
+        relation, column, wider = rng.choice(widen)
+        fault = {"kind": "change_type", "relation": relation, "column": column, "to": wider}
+        what = f"{relation}.{column} is widened to {wider}"
+    else:
+        return None
+    return Scenario.model_validate(
+        {
+            "name": f"random-{seed}-{i:02d}-coincidence-{failing.replace('.', '-')}",
+            "description": f"seeded draw {i} of {n} (seed {seed}): monitor {monitor} fails on "
+            f"{failing} with no change in the data, while {what}",
+            "faults": [fault],
+            "flaky": [monitor],
+            "trigger": {"dataset": failing, "check": monitor},
+            "expect": {"abstain": True},
+        }
+    )
+
+
 def draw(estate: Estate, n: int, seed: int) -> list[Scenario]:
     """``n`` faults, the same ones for the same seed and estate."""
     rng = random.Random(seed)
     pool = estate.candidates()
     out = []
     for i in range(1, n + 1):
+        if estate.monitors and rng.random() < 0.2:
+            found = _coincidence(rng, estate, i, n, seed)
+            if found is not None:
+                out.append(found)
+                continue
         relation = rng.choice(pool)
         kind = rng.choice(_kinds(estate, relation))
         fault = _fault(rng, estate, relation, kind)

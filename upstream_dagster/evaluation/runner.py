@@ -301,5 +301,16 @@ def eval_base(settings: Settings) -> Path:
             "run `make demo` to see the build's own error",
         )
     shutil.rmtree(base / "dagster_home", ignore_errors=True)
+    with connected(Target.of(replace(settings, state_dir=base))) as graph:
+        failing = failing_now(graph)
+    if failing:
+        shutil.rmtree(base, ignore_errors=True)
+        raise UpstreamError(
+            "the clean estate already fails "
+            + ", ".join(f"{r.assertion_urn} on {relation_of(r.asserted_urn)}" for r in failing[:3])
+            + ": every case would be graded against that failure",
+            "fix the estate (its data, its models or its estate.yaml monitors) so that a clean "
+            "build passes every check",
+        )
     stamp.write_text(clock)
     return base

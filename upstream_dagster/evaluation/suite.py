@@ -9,6 +9,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import yaml
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -27,6 +28,9 @@ def _cases(settings: Settings, cases_dir: Path, n: int, seed: int, replay: bool,
     """The cases, where their records live, and the grid's title."""
     if n:
         where = records_dir / f"random-{seed}"
+        title = f"--random {n} --seed {seed}"
+        if settings.dbt_source_dir != settings.project_root / "dbt_demo":
+            title = f"{_project_name(settings)} {title}"
         if replay:
             paths = sorted(where.glob("*.json"))
             if len(paths) < n:
@@ -35,9 +39,9 @@ def _cases(settings: Settings, cases_dir: Path, n: int, seed: int, replay: bool,
                     f"run `upstream eval --random {n} --seed {seed}` live first",
                 )
             found = [Scenario.model_validate(records.load(p)["scenario"]) for p in paths]
-            return found[:n], where, f"--random {n} --seed {seed}"
+            return found[:n], where, title
         base = replace(settings, state_dir=eval_base(settings))  # draw over the clean estate
-        return draw(read_estate(base), n, seed), where, f"--random {n} --seed {seed}"
+        return draw(read_estate(base), n, seed), where, title
     if not cases_dir.is_dir():
         raise UpstreamError(f"{cases_dir} is not a directory", "pass --cases DIR with *.yaml")
     paths = sorted(cases_dir.glob("*.yaml"))
@@ -46,6 +50,12 @@ def _cases(settings: Settings, cases_dir: Path, n: int, seed: int, replay: bool,
     default = cases_dir.resolve() == (settings.project_root / "evals" / "cases").resolve()
     where = records_dir if default else records_dir / cases_dir.name
     return load_cases(paths), where, "shipped cases" if default else str(cases_dir)
+
+
+def _project_name(settings: Settings) -> str:
+    """The dbt project's own name (the estate's, in a grid's title)."""
+    config = yaml.safe_load((settings.dbt_source_dir / "dbt_project.yml").read_text()) or {}
+    return str(config.get("name") or settings.dbt_source_dir.name)
 
 
 def _replay(cases: list[Scenario], where: Path, settings: Settings, out: Console) -> list[Result]:

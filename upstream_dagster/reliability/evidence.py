@@ -6,6 +6,7 @@ nothing is dropped in code, not by judgement.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 # Kinds whose evidence is a hard artifact: something DataHub or the warehouse recorded.
@@ -94,6 +95,24 @@ class Hypothesis:
     from_memory: bool = False
 
 
+# The components a hypothesis's confidence is computed from, in WEIGHTS' order.
+FEATURES = (
+    "support",  # share of the observed nodes cause -> symptom that show a failure
+    "temporal",  # the cause's failure falls inside the incident's window
+    "diversity",  # distinct kinds of hard evidence cited, of three
+    "memory",  # an earlier incident named this cause, and it shows again
+    "timeline",  # DataHub's schema timeline records the change
+    "forensic",  # a guarded warehouse query confirms it
+    "simulation",  # the fix, rebuilt in a sandbox, makes the failing check pass
+    "hard",  # something DataHub or the warehouse recorded is cited
+    "effect",  # the symptom's own data shows the failure, or its error names the cause's column
+)
+# confidence = logistic(bias + sum(weight x component)): fitted by `upstream calibrate` on the
+# random suites' records (the seeds and counts are in docs/evaluation.md, with the reliability
+# table on seeds the fit never saw). Bias first, then FEATURES' order.
+WEIGHTS = (-4.0, 2.0, 1.0, 2.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0)
+
+
 @dataclass(frozen=True)
 class Score:
     support: float
@@ -104,28 +123,29 @@ class Score:
     forensic: float
     simulation: float
     hard: bool
+    effect: float = 0.0
 
     @property
     def evidence(self) -> float:
         return self.support * self.temporal * self.diversity
 
     @property
+    def features(self) -> tuple[float, ...]:
+        return tuple(float(getattr(self, name)) for name in FEATURES)
+
+    @staticmethod
+    def logistic(weights: tuple[float, ...], features: tuple[float, ...]) -> float:
+        z = weights[0] + sum(w * x for w, x in zip(weights[1:], features, strict=True))
+        return round(1 / (1 + math.exp(-max(-30.0, min(30.0, z)))), 4)
+
+    @property
     def confidence(self) -> float:
-        value = (
-            0.60 * self.evidence
-            + 0.10 * self.memory
-            + 0.10 * self.timeline
-            + 0.10 * self.forensic
-            + 0.10 * self.simulation
-        )
-        return round(value * (1.0 if self.hard else 0.6), 4)
+        return self.logistic(WEIGHTS, self.features)
 
     def explain(self) -> str:
-        return (
-            f"0.60 x evidence {self.evidence:.2f} (support {self.support:.2f} x temporal "
-            f"{self.temporal:.2f} x diversity {self.diversity:.2f}) + 0.10 x memory "
-            f"{self.memory:.0f} + 0.10 x timeline {self.timeline:.0f} + 0.10 x forensic "
-            f"{self.forensic:.0f} + 0.10 x simulation {self.simulation:.0f}"
-            + ("" if self.hard else ", x 0.6: no hard artifact")
-            + f" = {self.confidence:.2f}"
+        terms = " ".join(
+            f"{w:+.2f} x {name} {x:.2f}"
+            for name, w, x in zip(FEATURES, WEIGHTS[1:], self.features, strict=True)
+            if x
         )
+        return f"logistic({WEIGHTS[0]:+.2f} {terms}) = {self.confidence:.2f}"

@@ -9,6 +9,7 @@ backwards, or a build that skipped it while its upstreams were rebuilt.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from upstream_dagster.reliability.evidence import Finding, Ledger
@@ -48,6 +49,7 @@ class SchemaEvent:
     column: str
     native_type: str = ""
     old_column: str | None = None  # set on a MODIFY that DataHub itself reported as a rename
+    old_type: str = ""  # the type before, on a MODIFY of a type, where the event carries it
 
 
 @dataclass(frozen=True)
@@ -87,10 +89,36 @@ class NodeView:
 @dataclass(frozen=True)
 class SchemaChange:
     at_ms: int
-    kind: str  # rename | column_removed | column_added | type_change
+    kind: str  # rename | column_removed | column_added | type_change | type_widened
     column: str
     new_column: str | None = None
     native_type: str = ""
+
+
+_INTEGERS = {"TINYINT": 1, "SMALLINT": 2, "INTEGER": 3, "INT": 3, "BIGINT": 4, "HUGEINT": 5}
+_DECIMAL = re.compile(r"^(?:DECIMAL|NUMERIC)\s*\(\s*(\d+)\s*,\s*(\d+)\s*\)$")
+_VARCHAR = re.compile(r"^(?:VARCHAR|TEXT|STRING)(?:\s*\(\s*(\d+)\s*\))?$")
+
+
+def widened(old: str, new: str) -> bool:
+    """Whether a column's type change keeps every value as it was: a wider integer, FLOAT to
+    DOUBLE, a DECIMAL with room for as many digits either side of the point, a longer VARCHAR.
+    False when the old type is not known."""
+    o, n = " ".join(old.upper().split()), " ".join(new.upper().split())
+    if not o or o == n:
+        return False
+    if o in _INTEGERS and n in _INTEGERS:
+        return _INTEGERS[n] > _INTEGERS[o]
+    if o in ("FLOAT", "REAL", "FLOAT4") and n in ("DOUBLE", "FLOAT8"):
+        return True
+    a, b = _DECIMAL.match(o), _DECIMAL.match(n)
+    if a and b:
+        (p1, s1), (p2, s2) = (int(x) for x in a.groups()), (int(x) for x in b.groups())
+        return s2 >= s1 and p2 - s2 >= p1 - s1
+    a, b = _VARCHAR.match(o), _VARCHAR.match(n)
+    if a and b:
+        return b.group(1) is None or (a.group(1) is not None and int(b.group(1)) >= int(a.group(1)))
+    return False
 
 
 def correlate(events: tuple[SchemaEvent, ...]) -> list[SchemaChange]:
@@ -102,6 +130,9 @@ def correlate(events: tuple[SchemaEvent, ...]) -> list[SchemaChange]:
         for e in batch:
             if e.operation == "MODIFY" and e.old_column:
                 out.append(SchemaChange(at, "rename", e.old_column, e.column, e.native_type))
+            elif e.operation == "MODIFY" and widened(e.old_type, e.native_type):
+                # every value fits the new type unchanged: no consumer can tell
+                out.append(SchemaChange(at, "type_widened", e.column, None, e.native_type))
             elif e.operation == "MODIFY":
                 out.append(SchemaChange(at, "type_change", e.column, None, e.native_type))
             elif e.operation == "REMOVE":
@@ -246,7 +277,7 @@ def diagnose(
         kind = "stale" if check.freshness else "failing_check"
         out.append(Finding(kind, node.urn, check.column, i, check.at_ms))
     for change in correlate(node.schema):
-        if change.kind == "column_added" or not w.holds(change.at_ms):
+        if change.kind in ("column_added", "type_widened") or not w.holds(change.at_ms):
             continue
         text = {
             "rename": f"column {change.column} was renamed to {change.new_column}",

@@ -127,8 +127,27 @@ def walk(inv: Investigation, probe: Probe, start: Iterable[str]) -> dict[str, No
     return views
 
 
-def _lead(findings: list[Finding]) -> Finding:
-    return min(findings, key=lambda f: PRIORITY.index(f.failure_class))
+def _lead(inv: Investigation, findings: list[Finding]) -> Finding:
+    """The finding that names the node's failure: the most specific class, except that rows
+    leaving one day while the table keeps its count were moved, not lost: a column failure of
+    the whole table (the day's column NULLed or retyped) explains them."""
+    whole = [
+        f
+        for f in findings
+        if f.failure_class in COLUMN_CLASSES
+        and dict(inv.ledger[f.evidence].detail).get("partition", "table") == "table"
+    ]
+    table_volume = any(
+        f.failure_class in ("volume_drop", "volume_jump")
+        and dict(inv.ledger[f.evidence].detail).get("partition", "table") == "table"
+        for f in findings
+    )
+    if whole and not table_volume:
+        findings = [f for f in findings if f.failure_class not in ("volume_drop", "volume_jump")]
+    # A check's own failure (a freshness check says "stale") describes the symptom; what the
+    # profile or the timeline recorded of the node says what happened to it.
+    recorded = [f for f in findings if inv.ledger[f.evidence].kind != "assertion"]
+    return min(recorded or findings, key=lambda f: PRIORITY.index(f.failure_class))
 
 
 def reachable(start: T, nexts: Mapping[T, Iterable[T]]) -> set[T]:
@@ -201,7 +220,7 @@ def hypotheses(
         data = [f for f in findings if f.failure_class in DATA_CLASSES]
         if cause == trigger.symptom and not data:
             continue  # only the failing check itself: nothing explains it
-        lead = _lead(data or findings)
+        lead = _lead(inv, data or findings)
         path = _downstream_path(inv, cause)
         cites = [f.evidence for f in findings]
         for node in path[1:]:
@@ -289,6 +308,15 @@ def score(inv: Investigation, hyp: Hypothesis, feeds_known: bool, simulation: fl
     ]
     temporal = 1.0 if any(inv.trigger.window.holds(t) for t in cause_times) else 0.0
     diversity = min(1.0, len(kinds - {"lineage", "memory"}) / 3)
+    # Does the symptom show the failure in its own data (a profile or a run record), or does
+    # its failure message name the cause's column? A check that failed on data that did not
+    # change (a timeout) shows neither.
+    shows = any(
+        f.failure_class in DATA_CLASSES - SCHEMA_CLASSES
+        and inv.ledger[f.evidence].kind in ("profile", "run_record")
+        for f in inv.findings.get(inv.trigger.symptom, [])
+    )
+    named = any(inv.ledger[i].kind == "run_record" and inv.ledger[i].column for i in hyp.cites)
     return Score(
         support=round(support, 4),
         temporal=temporal,
@@ -298,6 +326,7 @@ def score(inv: Investigation, hyp: Hypothesis, feeds_known: bool, simulation: fl
         forensic=1.0 if "forensic" in kinds else 0.0,
         simulation=simulation,
         hard=bool(kinds & {"timeline", "forensic", "run_record", "profile"}),
+        effect=1.0 if shows or named else 0.0,
     )
 
 

@@ -215,9 +215,13 @@ def run_guards(
     return out
 
 
-def build_outcomes(run_results: dict[str, Any], nodes: Sequence[Node]) -> dict[str, str | None]:
+def build_outcomes(
+    run_results: dict[str, Any], nodes: Sequence[Node], freshness: dict[str, Any] | None = None
+) -> dict[str, str | None]:
     """Each model dbt ran, by its DataHub URN: dbt's error when it failed, None when it built.
-    A model dbt skipped (something upstream of it failed) is neither, and is left out."""
+    A model dbt skipped (something upstream of it failed) is neither, and is left out. A feed
+    whose freshness dbt could not even measure (its load stamp column is gone, say) is a loud
+    failure too: DataHub's dbt source drops such a result, so it is reported here."""
     urn_of = {n.unique_id: n.urn for n in nodes}
     out: dict[str, str | None] = {}
     for r in run_results.get("results", []):
@@ -227,15 +231,27 @@ def build_outcomes(run_results: dict[str, Any], nodes: Sequence[Node]) -> dict[s
         if r.get("status") == "success":
             out[urn] = None
         elif r.get("status") == "error":
-            out[urn] = " ".join(str(r.get("message") or "dbt reported an error").split())[:1000]
+            out[urn] = _message(r)
+    for r in (freshness or {}).get("results", []):
+        urn = urn_of.get(str(r.get("unique_id")))
+        if urn is not None:
+            out[urn] = _message(r) if r.get("status") == "runtime error" else None
     return out
 
 
+def _message(result: dict[str, Any]) -> str:
+    return " ".join(str(result.get("message") or "dbt reported an error").split())[:1000]
+
+
 def report_builds(
-    graph: MetadataGraph, run_results: dict[str, Any], nodes: Sequence[Node], run_id: str
+    graph: MetadataGraph,
+    run_results: dict[str, Any],
+    nodes: Sequence[Node],
+    run_id: str,
+    freshness: dict[str, Any] | None = None,
 ) -> dict[str, str]:
-    """Report this build's model outcomes into DataHub; returns the failed models' errors."""
-    outcomes = build_outcomes(run_results, nodes)
+    """Report this build's outcomes into DataHub; returns the failed nodes' errors."""
+    outcomes = build_outcomes(run_results, nodes, freshness)
     signals.report_builds(graph, outcomes, clock.observed_ms(), run_id)
     return {urn: error for urn, error in outcomes.items() if error is not None}
 
