@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed-stamp
 # dbt and dagster must be found on PATH by the code location and the tests.
 export PATH := $(BIN):$(PATH)
 
-.PHONY: install system-deps demo test test-fast lint eval eval-random calibrate bench bench-scale ui showcase clean
+.PHONY: install system-deps demo test test-fast lint eval eval-random eval-summary calibrate bench bench-scale ui showcase clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -72,10 +72,15 @@ eval-random: install
 		--records evals/records/subscriptions --readme || status=1; done; \
 	exit $$status
 
+## Every committed suite replayed (no DataHub): one row per suite, one for all, the reliability
+## table; also written into docs/evaluation.md.
+eval-summary: install
+	$(BIN)/upstream eval-summary --readme
+
 ## Refit the confidence weights from the fitting seeds' records (prints WEIGHTS and the table).
 calibrate: install
-	$(BIN)/upstream calibrate $(foreach s,$(FIT_SEEDS),evals/records/random-$(s)) \
-		$(foreach s,$(FIT_SUBS_SEEDS),evals/records/subscriptions/random-$(s)=$(SUBS)/estate.yaml)
+	$(BIN)/upstream calibrate $(foreach s,$(FIT_SEEDS),evals/records/fit/random-$(s)) \
+		$(foreach s,$(FIT_SUBS_SEEDS),evals/records/fit/subscriptions/random-$(s)=$(SUBS)/estate.yaml)
 
 ## Scoring benchmark on generated estates of 10,000 and 100,000 datasets (minutes the first time).
 bench-scale: install

@@ -273,3 +273,25 @@ def test_the_grid_reports_a_reliability_table_and_the_expected_calibration_error
     assert piled.ece == 0.2
     assert "expected calibration error 0.200, target <= 0.10" in " ".join(piled.misses())
     assert "| 0.6-0.8 | 10 | 0.70 | 0.50 |" in table(piled.results)
+
+
+def test_calibration_learns_from_wrong_hypotheses_and_buys_no_certainty_it_has_not_seen() -> None:
+    from upstream_dagster.evaluation.calibrate import Sample, fit, report
+    from upstream_dagster.reliability.evidence import FEATURES, PRIOR, Score
+
+    def sample(right: bool, **on: float) -> Sample:
+        x = tuple(float(on.get(name, 0.0)) for name in FEATURES)
+        return Sample("c", x, right)
+
+    shows = {"support": 1, "temporal": 1, "diversity": 2 / 3, "hard": 1}
+    data = [sample(True, **shows, effect=1) for _ in range(30)]
+    data += [sample(False, **shows, effect=0) for _ in range(10)]  # coincidences
+    weights = fit(data, steps=4000)
+    effect = 1 + FEATURES.index("effect")
+    assert weights[effect] > PRIOR[effect]  # the effect told right from wrong
+    with_effect = Score.logistic(weights, sample(True, **shows, effect=1).features)
+    without = Score.logistic(weights, sample(True, **shows, effect=0).features)
+    assert with_effect > 0.9 > 0.5 > without
+    nothing = Score.logistic(fit(data[:30], steps=4000), sample(True).features)
+    assert nothing < 0.1  # all right data says nothing of a hypothesis with no evidence
+    assert "| effect |" in "\n".join(report(data, weights))

@@ -81,3 +81,31 @@ def test_a_change_type_target_is_a_parsed_type_never_text_pasted_into_sql(to: st
     ok = fault(kind="change_type", column="amount", to="decimal(14,2)")
     (sql,) = fault_sql(ok, COLS, NOW)
     assert sql.endswith("TYPE DECIMAL(14, 2)")
+
+
+def test_dbt_freshness_is_stamped_when_it_was_observed_not_at_the_pinned_clock(
+    tmp_path: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A pinned clock holds dbt's snapshotted_at still: every build's freshness event shared
+    one stamp, days before the profiles of the build that observed it, so a feed's own
+    freshness failure found no profile in its window. The status dbt computed is kept."""
+    import json
+    from pathlib import Path
+
+    from upstream_dagster import clock
+    from upstream_dagster.services.observe import restamp_freshness
+
+    path = Path(str(tmp_path)) / "sources.json"
+    result = {
+        "unique_id": "source.p.crm.accounts",
+        "status": "error",
+        "snapshotted_at": "2026-11-29T06:00:00+00:00",
+        "max_loaded_at_time_ago_in_s": 1e6,
+    }
+    path.write_text(json.dumps({"results": [result]}))
+    monkeypatch.setenv("UPSTREAM_CLOCK", "2026-11-29T06:00:00Z")
+    restamp_freshness(path)
+    (after,) = json.loads(path.read_text())["results"]
+    stamped = datetime.fromisoformat(after["snapshotted_at"]).timestamp() * 1000
+    assert abs(stamped - clock.observed_ms()) < 60_000  # wall time, not the pinned clock
+    assert after["status"] == "error" and after["max_loaded_at_time_ago_in_s"] == 1e6

@@ -588,3 +588,46 @@ def test_a_widened_type_keeps_every_value_and_is_no_finding(old: str, new: str, 
     assert change.kind == ("type_widened" if wide else "type_change")
     found = diagnose(NodeView(SRC, "crm.accounts", schema=(event,)), W, Ledger())
     assert [f.failure_class for f in found] == ([] if wide else ["type_change"])
+
+
+def test_the_parent_key_of_a_relationships_test_connects_like_the_checked_column() -> None:
+    """A relationships test on the child's key fails because the parent's key went NULL: the
+    parent side is connected to the symptom, so its support is not halved."""
+    parent, feed = urn("stg.invoices"), urn("billing.invoices_feed")
+    check = FailingCheck("urn:li:assertion:rel", "relationships", "inv_key", 2_000)
+
+    def run(with_parent_column: bool) -> Any:
+        g = Graph(
+            views={
+                MART: NodeView(MART, "mart", (check,)),
+                parent: NodeView(parent, "stg.invoices", profiles=profiles("inv_key", 0, 0.5)),
+                feed: NodeView(feed, "feed", profiles=profiles("inv_key", 0, 0.5)),
+            },
+            ups={parent: (feed,)},
+            columns=(((feed, "inv_key"), (parent, "inv_key")),),
+        )
+        columns = ((parent, "inv_key"),) if with_parent_column else ()
+        return investigate(Trigger(MART, check, W, (parent,), columns), g).ranked[0]
+
+    (top, connected), (_, unconnected) = run(True), run(False)
+    assert (top.cause, top.column) == (feed, "inv_key")
+    assert connected.support == 1.0 and unconnected.support == 0.5
+
+
+def test_the_failing_check_reported_on_its_other_table_is_no_hypothesis() -> None:
+    """DataHub's dbt source reports a relationships test on both tables it reads: the parent
+    then carries the symptom's own failure and nothing else, which explains nothing."""
+    rel = FailingCheck("urn:li:assertion:rel", "relationships", "acct_key", 2_000)
+    other_side = FailingCheck("urn:li:assertion:rel-2", "relationships", "acct_key", 2_000)
+    parent = urn("stg.accounts_dim")
+    g = Graph(
+        views={
+            MART: NodeView(MART, "mart", (rel,), profiles=profiles("acct_key", 0, 0.5)),
+            parent: NodeView(parent, "stg.accounts_dim", (other_side,)),
+            SRC: NodeView(SRC, "crm.accounts", profiles=profiles("acct_key", 0, 0.5)),
+        },
+        ups={MART: (SRC,)},
+        columns=(((SRC, "acct_key"), (MART, "acct_key")),),
+    )
+    inv = investigate(Trigger(MART, rel, W, (parent,), ((parent, "acct_key"),)), g)
+    assert [h.cause for h, _ in inv.ranked] == [SRC]

@@ -151,3 +151,22 @@ def calibrate(
         return [*report(data, weights), "", f"WEIGHTS = {weights}"]
 
     plain("\n".join(guarded(run)))
+
+
+@app.command("eval-summary")
+def eval_summary(
+    readme: Annotated[
+        bool, typer.Option("--readme", help="Write the table into docs/evaluation.md as well.")
+    ] = False,
+) -> None:
+    """Every committed suite replayed (shipped cases, each random seed on each estate): one row
+    per suite, one for all of them, and the reliability table. No DataHub, no warehouse."""
+    from upstream_dagster.evaluation.suite import write_grid
+    from upstream_dagster.evaluation.summary import suites, table
+
+    settings = settings_mod.load()
+    with out.status("replaying every committed suite..."):
+        lines = guarded(lambda: table(suites(settings.project_root)))
+    plain("\n".join(lines))
+    if readme:
+        write_grid(settings.project_root / "docs" / "evaluation.md", "summary", lines)

@@ -15,10 +15,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from upstream_dagster.evaluation.runner import replay_case
 from upstream_dagster.evaluation.scenario import Scenario
-from upstream_dagster.reliability.evidence import FEATURES, Score
+from upstream_dagster.reliability.evidence import FEATURES, PRIOR, Hypothesis, Score
 from upstream_dagster.spec.models import EstateSpec
+from upstream_dagster.spec.urns import name_matches
 from upstream_dagster.state import records
 
 
@@ -30,20 +30,33 @@ class Sample:
 
 
 def samples(paths: Iterable[Path], spec: EstateSpec) -> list[Sample]:
-    """One sample per fired investigation that stated a hypothesis."""
+    """One sample per hypothesis each fired investigation stated, the runners-up included:
+    confidence is the probability that a hypothesis names the cause, whatever its rank, and the
+    runners-up are most of the wrong ones."""
     from upstream_dagster.evaluation.replay import replay
 
     out = []
     for path in sorted(paths):
         record = records.load(path)
-        case = Scenario.model_validate(record["scenario"])
-        results = replay_case(case, record, spec)
-        for occ, r in zip(record["occurrences"], results, strict=True):
-            if not occ["fired"] or not r.top:
+        for occ, case in zip(
+            record["occurrences"],
+            Scenario.model_validate(record["scenario"]).occurrences,
+            strict=True,
+        ):
+            if not occ["fired"]:
                 continue
             v = replay(occ["investigation"], spec)
-            out.append(Sample(r.case, v.ranked[0][1].features, r.top_right))
+            for h, score in v.ranked:
+                out.append(Sample(case.name, score.features, names_cause(case, h)))
     return out
+
+
+def names_cause(case: Scenario, h: Hypothesis) -> bool:
+    cause = case.expect.root_cause
+    if case.expect.abstain or cause is None:
+        return False
+    column = cause.column is None or (h.column or "").lower() == cause.column.lower()
+    return name_matches(h.cause, cause.dataset) and column
 
 
 def _sigmoid(z: float) -> float:
@@ -51,9 +64,11 @@ def _sigmoid(z: float) -> float:
 
 
 def fit(data: Sequence[Sample], ridge: float = 1.0, steps: int = 20000) -> tuple[float, ...]:
-    """(bias, *weights) maximizing the penalized log-likelihood (gradient ascent)."""
+    """(bias, *weights) maximizing the log-likelihood less a ridge penalty on each weight's
+    distance from `PRIOR` (the posterior mode under a Gaussian prior), so that data with few
+    wrong answers cannot buy certainty where it has seen nothing (gradient ascent)."""
     k = len(FEATURES)
-    w = [0.0] * (k + 1)
+    w = list(PRIOR)
     rate = 0.5
     n = max(len(data), 1)
     for _ in range(steps):
@@ -65,15 +80,17 @@ def fit(data: Sequence[Sample], ridge: float = 1.0, steps: int = 20000) -> tuple
             for i, x in enumerate(s.features, 1):
                 grad[i] += err * x
         for i in range(k + 1):
-            penalty = ridge * w[i] if i else 0.0
-            w[i] += rate * (grad[i] - penalty) / n
+            w[i] += rate * (grad[i] - ridge * (w[i] - PRIOR[i])) / n
     return tuple(round(x, 3) for x in w)
 
 
 def report(data: Sequence[Sample], weights: tuple[float, ...]) -> list[str]:
     """The fitted weights, then each sample's confidence under them, binned."""
-    lines = ["| feature | weight |", "|---|---|", f"| (bias) | {weights[0]:+.3f} |"]
-    lines += [f"| {f} | {w:+.3f} |" for f, w in zip(FEATURES, weights[1:], strict=True)]
+    lines = ["| feature | prior | fitted |", "|---|---|---|"]
+    lines += [
+        f"| {f} | {p:+.2f} | {w:+.3f} |"
+        for f, p, w in zip(("(bias)", *FEATURES), PRIOR, weights, strict=True)
+    ]
     scored = [(Score.logistic(weights, s.features), s.right) for s in data]
     lines += ["", "| confidence | samples | mean confidence | share right |", "|---|---|---|---|"]
     for b in range(5):

@@ -273,6 +273,7 @@ def diagnose(
             at_ms=check.at_ms,
             assertion=check.assertion,
             message=check.message,
+            check=check.description,
         )
         kind = "stale" if check.freshness else "failing_check"
         out.append(Finding(kind, node.urn, check.column, i, check.at_ms))

@@ -127,6 +127,16 @@ def walk(inv: Investigation, probe: Probe, start: Iterable[str]) -> dict[str, No
     return views
 
 
+def _is_trigger(inv: Investigation, f: Finding) -> bool:
+    """Whether a finding is the failing check itself, as reported on this node (DataHub's dbt
+    source keeps a relationships test as one assertion per table it reads)."""
+    detail = dict(inv.ledger[f.evidence].detail)
+    check = inv.trigger.check
+    return detail.get("assertion") == check.assertion or (
+        bool(check.description) and detail.get("check") == check.description
+    )
+
+
 def _lead(inv: Investigation, findings: list[Finding]) -> Finding:
     """The finding that names the node's failure: the most specific class, except that rows
     leaving one day while the table keeps its count were moved, not lost: a column failure of
@@ -218,8 +228,11 @@ def hypotheses(
     for cause in roots(inv):
         findings = inv.findings[cause]
         data = [f for f in findings if f.failure_class in DATA_CLASSES]
-        if cause == trigger.symptom and not data:
-            continue  # only the failing check itself: nothing explains it
+        own = all(_is_trigger(inv, f) for f in findings)
+        if not data and (cause == trigger.symptom or own):
+            # only the failing check itself (DataHub reports a relationships test on both of
+            # its tables): nothing explains it
+            continue
         lead = _lead(inv, data or findings)
         path = _downstream_path(inv, cause)
         cites = [f.evidence for f in findings]
