@@ -109,3 +109,27 @@ def test_dbt_freshness_is_stamped_when_it_was_observed_not_at_the_pinned_clock(
     stamped = datetime.fromisoformat(after["snapshotted_at"]).timestamp() * 1000
     assert abs(stamped - clock.observed_ms()) < 60_000  # wall time, not the pinned clock
     assert after["status"] == "error" and after["max_loaded_at_time_ago_in_s"] == 1e6
+
+
+def test_a_monitor_with_no_data_in_its_window_is_not_evaluable_never_a_pass(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An estate whose data is years older than the clock: a volume monitor used to pass with
+    "0 rows; baseline recorded". Now nothing dated in the window is an ERROR with a reason."""
+    from upstream_dagster.datahub.aspects import run_event
+    from upstream_dagster.reliability.rules import judge
+    from upstream_dagster.services.observe import measure
+    from upstream_dagster.spec.models import Monitor
+
+    monkeypatch.setenv("UPSTREAM_CLOCK", "2026-11-29T06:00:00Z")
+    con = duckdb.connect()
+    con.execute(
+        "create schema old; create table old.sales as select DATE '2019-03-01' as d, 5 as n"
+    )
+    volume = Monitor.model_validate({"name": "v", "rule": "volume", "match": [{"names": ["x"]}]})
+    obs = measure(con, [("d", "DATE"), ("n", "INTEGER")], volume, "old.sales", None, None)
+    verdict = judge("volume", obs, 0.5)
+    assert not verdict.passed and not verdict.evaluable
+    assert "not evaluable" in verdict.message and "older than the clock" in verdict.message
+    event = run_event("urn:li:assertion:a", "urn:x", verdict.passed, {}, 1, "r", None, False)
+    assert event["result"]["type"] == "ERROR"

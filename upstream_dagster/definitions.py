@@ -13,7 +13,7 @@ from dagster_dbt import DbtCliResource
 
 from upstream_dagster import settings as settings_mod
 from upstream_dagster.defs import conformance, coverage, reliability, remediation
-from upstream_dagster.defs.estate import estate_defs
+from upstream_dagster.defs.estate import estate_defs, loads_feeds
 from upstream_dagster.defs.resources import resources
 from upstream_dagster.spec import load_estate
 from upstream_dagster.warehouse.dbt_project import DbtProject, dbt_executable
@@ -29,8 +29,13 @@ def build(settings: settings_mod.Settings) -> dg.Definitions:
         profiles_dir=str(project.project_dir),
         dbt_executable=dbt_executable(),
     )
+    manifest = project.manifest()
     return dg.Definitions.merge(
-        estate_defs(project.manifest(), load_estate(settings.estate_file)),
+        estate_defs(
+            manifest,
+            load_estate(settings.estate_file),
+            loads_feeds(manifest, settings.feeds_sql),
+        ),
         conformance.defs,
         coverage.defs,
         reliability.defs,

@@ -28,8 +28,22 @@ from upstream_dagster.warehouse.dbt_project import DbtProject
 @app.command()
 def demo() -> None:
     """Build the demo estate, ingest it into DataHub, print what DataHub holds and the dial."""
+    _build_and_score(settings_mod.load())
+
+
+@app.command("build")
+def build_estate() -> None:
+    """Build your own estate: the dbt-duckdb project UPSTREAM_DBT_SOURCE names, unmodified
+    (Upstream supplies the profile that points it at its warehouse; seeds included), tested,
+    profiled, ingested into DataHub, and scored against UPSTREAM_ESTATE."""
     settings = settings_mod.load()
+    out.print(f"dbt project: {settings.dbt_source_dir}\nestate file: {settings.estate_file}")
+    _build_and_score(settings)
+
+
+def _build_and_score(settings: settings_mod.Settings) -> None:
     out.print(f"state folder: {settings.state_dir}")
+    guarded(lambda: load_estate(settings.estate_file))  # a bad file fails here, file:line, fix
 
     def build() -> runs.Scored:
         project = DbtProject.of(settings)

@@ -98,15 +98,18 @@ def run_event(
     at_ms: int,
     run_id: str,
     observed: float | None = None,
+    evaluable: bool = True,
 ) -> Json:
-    """One assertionRunEvent, asserted on the dataset."""
+    """One assertionRunEvent, asserted on the dataset: ERROR when the check could not be
+    evaluated (its data is not there), else SUCCESS or FAILURE."""
+    kind = ("SUCCESS" if passed else "FAILURE") if evaluable else "ERROR"
     event: Json = {
         "timestampMillis": at_ms,
         "runId": run_id,
         "asserteeUrn": dataset,
         "assertionUrn": assertion,
         "status": "COMPLETE",
-        "result": {"type": "SUCCESS" if passed else "FAILURE", "nativeResults": native},
+        "result": {"type": kind, "nativeResults": native},
     }
     if observed is not None:
         event["result"]["actualAggValue"] = observed

@@ -40,6 +40,7 @@ class MonitorReport:
     threshold: float
     at_ms: int
     run_id: str
+    evaluable: bool = True  # False: reported as ERROR (the monitor could not see its data)
 
     @property
     def assertion_urn(self) -> str:
@@ -75,7 +76,9 @@ def report_monitor(graph: MetadataGraph, r: MonitorReport) -> list[Receipt]:
     if r.column:
         native["column"] = r.column
     receipts.append(
-        report_run(graph, urn, r.dataset, r.passed, native, r.at_ms, r.run_id, r.observed)
+        report_run(
+            graph, urn, r.dataset, r.passed, native, r.at_ms, r.run_id, r.observed, r.evaluable
+        )
     )
     return receipts
 
@@ -89,9 +92,11 @@ def report_run(
     at_ms: int,
     run_id: str,
     observed: float | None = None,
+    evaluable: bool = True,
 ) -> Receipt:
-    """One assertionRunEvent, asserted on the dataset (OSS rejects column-level run events)."""
-    event = aspects.run_event(urn, dataset, passed, native, at_ms, run_id, observed)
+    """One assertionRunEvent, asserted on the dataset (OSS rejects column-level run events);
+    a check that could not see its data is an ERROR, never a SUCCESS."""
+    event = aspects.run_event(urn, dataset, passed, native, at_ms, run_id, observed, evaluable)
     return graph.write_aspect(urn, "assertionRunEvent", event)
 
 

@@ -20,6 +20,7 @@ from upstream_dagster.datahub.ingest import ingest_dbt
 from upstream_dagster.datahub.summary import summarize
 from upstream_dagster.defs.observations import monitor_checks, profiles_asset
 from upstream_dagster.defs.resources import DataHubResource, UpstreamResource
+from upstream_dagster.demo.generator import TABLES as DEMO_TABLES
 from upstream_dagster.demo.generator import load_warehouse
 from upstream_dagster.errors import BuildFailed
 from upstream_dagster.services import observe
@@ -31,7 +32,7 @@ RAW_FEEDS = "raw_feeds"
 PROFILES = "warehouse_profiles"
 OUTCOME = "build_outcome"
 # everything up to the build's outcome; the refresh leaves the raw feeds as they are now
-BUILD = dg.AssetSelection.assets(OUTCOME).upstream()
+BUILD = dg.AssetSelection.assets(OUTCOME).upstream().materializable()
 REFRESH = BUILD - dg.AssetSelection.groups(RAW_FEEDS)
 
 estate_build_job = dg.define_asset_job(
@@ -153,10 +154,23 @@ def node_keys(manifest: dict[str, Any]) -> dict[str, dg.AssetKey]:
     """dbt unique id -> the Dagster asset key of every model and source."""
     key_of = EstateTranslator().get_asset_key
     nodes = [*manifest["nodes"].values(), *manifest["sources"].values()]
-    return {n["unique_id"]: key_of(n) for n in nodes if n["resource_type"] in ("model", "source")}
+    return {
+        n["unique_id"]: key_of(n)
+        for n in nodes
+        if n["resource_type"] in ("model", "source", "seed")
+    }
 
 
-def estate_defs(manifest: dict[str, Any], spec: EstateSpec) -> dg.Definitions:
+def loads_feeds(manifest: dict[str, Any], feeds_sql: Path | None) -> bool:
+    """Whether Upstream loads the project's raw feeds: a feed script names them, or they are
+    the demo's own (its generator knows every one of them)."""
+    wanted = {(s["schema"], s.get("identifier") or s["name"]) for s in manifest["sources"].values()}
+    return feeds_sql is not None or bool(wanted) and wanted <= set(DEMO_TABLES)
+
+
+def estate_defs(
+    manifest: dict[str, Any], spec: EstateSpec, loads_feeds: bool = True
+) -> dg.Definitions:
     """The assets the dbt project and estate.yaml's monitors define."""
     translator = EstateTranslator()
     nodes = manifest_nodes(manifest)
@@ -166,27 +180,7 @@ def estate_defs(manifest: dict[str, Any], spec: EstateSpec) -> dg.Definitions:
         for s in manifest["sources"].values()
     }
 
-    @dg.multi_asset(
-        name=RAW_FEEDS,
-        specs=[
-            dg.AssetSpec(k, group_name=RAW_FEEDS, description=f"Raw feed: {d}", kinds={"duckdb"})
-            for k, d in sources.items()
-        ],
-        description="Loads the raw feeds into DuckDB, anchored to the one clock "
-        "(UPSTREAM_CLOCK): the demo's shop and vendor feeds from a fixed seed, or the SQL "
-        "script UPSTREAM_FEEDS names for another estate.",
-    )
-    def raw_feeds(
-        context: dg.AssetExecutionContext, upstream: UpstreamResource
-    ) -> Iterator[dg.MaterializeResult[Any]]:
-        settings = upstream.settings()
-        if settings.feeds_sql is not None:
-            counts = wh.load_feeds(settings.warehouse, settings.feeds_sql, clock.now())
-        else:
-            counts = load_warehouse(settings.warehouse)
-        for key in sorted(context.selected_asset_keys, key=lambda k: k.to_user_string()):
-            table = ".".join(key.path[-2:])
-            yield dg.MaterializeResult(asset_key=key, metadata={"rows": counts.get(table, 0)})
+    feeds = _feed_assets(sources) if loads_feeds and sources else _external_feeds(sources)
 
     @dbt_assets(manifest=manifest, dagster_dbt_translator=translator, name="estate_dbt")
     def estate_dbt(
@@ -278,10 +272,50 @@ def estate_defs(manifest: dict[str, Any], spec: EstateSpec) -> dg.Definitions:
     profiles = profiles_asset(nodes, [datahub_metadata])
     checks = monitor_checks(spec, nodes, keys, dg.AssetKey(PROFILES))
     return dg.Definitions(
-        assets=[raw_feeds, estate_dbt, datahub_metadata, profiles, build_outcome],
+        assets=[*feeds, estate_dbt, datahub_metadata, profiles, build_outcome],
         asset_checks=checks,
         jobs=[estate_build_job, estate_refresh_job],
     )
+
+
+def _feed_assets(sources: dict[dg.AssetKey, str]) -> list[dg.AssetsDefinition]:
+    @dg.multi_asset(
+        name=RAW_FEEDS,
+        specs=[
+            dg.AssetSpec(k, group_name=RAW_FEEDS, description=f"Raw feed: {d}", kinds={"duckdb"})
+            for k, d in sources.items()
+        ],
+        description="Loads the raw feeds into DuckDB, anchored to the one clock "
+        "(UPSTREAM_CLOCK): the demo's shop and vendor feeds from a fixed seed, or the SQL "
+        "script UPSTREAM_FEEDS names for another estate.",
+    )
+    def raw_feeds(
+        context: dg.AssetExecutionContext, upstream: UpstreamResource
+    ) -> Iterator[dg.MaterializeResult[Any]]:
+        settings = upstream.settings()
+        if settings.feeds_sql is not None:
+            counts = wh.load_feeds(settings.warehouse, settings.feeds_sql, clock.now())
+        else:
+            counts = load_warehouse(settings.warehouse)
+        for key in sorted(context.selected_asset_keys, key=lambda k: k.to_user_string()):
+            table = ".".join(key.path[-2:])
+            yield dg.MaterializeResult(asset_key=key, metadata={"rows": counts.get(table, 0)})
+
+    return [raw_feeds]
+
+
+def _external_feeds(sources: dict[dg.AssetKey, str]) -> list[dg.AssetSpec]:
+    """A project whose feeds Upstream does not load (seeds aside, something else fills its
+    sources): the feeds are external assets, in the graph and never materialized here."""
+    return [
+        dg.AssetSpec(
+            k,
+            group_name=RAW_FEEDS,
+            description=f"Raw feed, loaded outside Upstream: {d}",
+            kinds={"duckdb"},
+        )
+        for k, d in sources.items()
+    ]
 
 
 def estate_nodes(manifest: dict[str, Any]) -> list[tuple[Node, dg.AssetKey]]:

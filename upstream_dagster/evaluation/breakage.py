@@ -109,17 +109,43 @@ def _is_model(project: DbtProject, fault: Fault) -> bool:
     return node is not None and node["resource_type"] == "model"
 
 
+def _seed_files(project: DbtProject, faults: list[Fault]) -> dict[str, Path]:
+    """relation -> the deployed CSV of every dbt seed a fault touches. The build reloads a seed
+    from its CSV, so a fault written only to the table would be undone by the next build."""
+    out = {}
+    for fault in faults:
+        node = project.node_of(fault.table.lower())
+        if node is None or node["resource_type"] != "seed":
+            continue
+        if fault.kind in ("change_type", "skip_model"):
+            raise UpstreamError(
+                f"a {fault.kind} fault on the dbt seed {fault.table} cannot stick: dbt infers a "
+                "seed's types from its CSV and always loads it",
+                "change the seed's column_types in dbt_project.yml, or fault a model or a feed",
+            )
+        out[fault.table.lower()] = project.project_dir / str(node["original_file_path"])
+    return out
+
+
 def break_estate(settings: Settings, scenario: Scenario) -> BreakReport:
-    """Apply the scenario: faults on feeds to the warehouse, faults on models to their code, and
-    let the estate's own refresh carry the result into DataHub."""
+    """Apply the scenario: faults on feeds to the warehouse (and a dbt seed's to its CSV too),
+    faults on models to their code, and let the estate's own refresh carry the result into
+    DataHub."""
     project = DbtProject.of(settings)
     in_code = [f for f in scenario.faults if _is_model(project, f)]
     edits = _model_edits(settings, in_code)
     in_data = [f for f in scenario.faults if f not in in_code]
+    seeds = _seed_files(project, in_data)
     statements = apply_faults(settings.warehouse, in_data, clock.now())
     for path, text in edits.items():
         path.write_text(text)
         statements.append(f"-- rewrote {path.relative_to(project.project_dir)}")
+    with wh.connect(settings.warehouse) as con:
+        for table, csv_file in sorted(seeds.items()):
+            wh.export_csv(con, table, csv_file)
+            statements.append(
+                f"-- wrote {table} back to {csv_file.relative_to(project.project_dir)}"
+            )
     skip = {f.table.lower() for f in scenario.faults if f.kind == "skip_model"}
     result = _refresh(settings, skip)
     flagged = []

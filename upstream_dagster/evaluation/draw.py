@@ -49,6 +49,7 @@ class Estate:
     downstream: dict[str, set[str]]  # relation -> relations it feeds
     checked: set[str]  # relations with an assertion
     monitors: tuple[tuple[str, str], ...] = ()  # (estate.yaml monitor, the relation it fails on)
+    seeds: frozenset[str] = frozenset()  # relations dbt loads from a CSV (no retyping sticks)
 
     def candidates(self) -> list[str]:
         """Relations whose fault can reach a check: a checked one, or one upstream of it."""
@@ -82,16 +83,18 @@ def read_estate(settings: Settings) -> Estate:
             if (found := monitor_assertions(graph, name)) and found[0][1]
         )
     manifest = DbtProject.of(settings).manifest()
-    models = set()
+    models, seeds = set(), set()
     for props in manifest["nodes"].values():
+        name = f"{props['schema']}.{props.get('alias') or props['name']}".lower()
         if props["resource_type"] == "model":
-            name = props.get("alias") or props["name"]
-            models.add(f"{props['schema']}.{name}".lower())
+            models.add(name)
+        elif props["resource_type"] == "seed":
+            seeds.add(name)
     with wh.connect(settings.warehouse) as con:
         tables = wh.relations(con)
     in_lineage = set(down) | {d for ds in down.values() for d in ds}
     relations = {r: tables[r] for r in sorted(in_lineage) if r in tables}
-    return Estate(relations, models & set(relations), down, checked, monitors)
+    return Estate(relations, models & set(relations), down, checked, monitors, frozenset(seeds))
 
 
 def _kinds(estate: Estate, relation: str) -> list[str]:
@@ -100,7 +103,7 @@ def _kinds(estate: Estate, relation: str) -> list[str]:
     typed = [c for c, t in cols if wh.is_numeric(t) or wh.date_column([(c, t)])]
     kinds = ["null_column", "rename_column", "drop_column"] if cols else []
     kinds += ["zero_values", "scale_values"] if any(wh.is_numeric(t) for _, t in cols) else []
-    kinds += ["change_type"] if typed else []
+    kinds += ["change_type"] if typed and relation not in estate.seeds else []
     kinds += ["delete_rows", "duplicate_rows"]
     kinds += ["stale"] if dated else []
     kinds += ["skip_model"] if dated and relation in estate.models else []

@@ -18,6 +18,7 @@ class Observation:
 class Judgement:
     passed: bool
     message: str
+    evaluable: bool = True  # False: the monitor could not see what it checks (never a pass)
 
 
 def _fmt(value: float | None) -> str:
@@ -26,7 +27,7 @@ def _fmt(value: float | None) -> str:
 
 def judge(rule: str, obs: Observation, threshold: float) -> Judgement:
     if obs.missing:
-        return Judgement(False, obs.missing)
+        return Judgement(False, obs.missing, evaluable=False)
     value, base = obs.observed, obs.baseline
     if rule == "zero_values":
         ok = value is not None and value != 0

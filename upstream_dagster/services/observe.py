@@ -46,7 +46,7 @@ class Node:
 def manifest_nodes(manifest: dict[str, Any]) -> list[Node]:
     out = []
     for props in [*manifest["nodes"].values(), *manifest["sources"].values()]:
-        if props["resource_type"] not in ("model", "source"):
+        if props["resource_type"] not in ("model", "source", "seed"):
             continue
         name = props.get("alias") or props.get("identifier") or props["name"]
         meta = {**(props.get("meta") or {}), **((props.get("config") or {}).get("meta") or {})}
@@ -97,6 +97,12 @@ def measure(
     last = (clock.now() - timedelta(days=1)).date()  # the last complete day
     expr = "count(*)" if monitor.rule == "volume" else f'sum("{col}")'
     series = wh.daily(con, table, day_col, expr, last, monitor.window_days)
+    if not series:  # nothing dated in the whole window: there is nothing to judge
+        return Observation(
+            None,
+            missing=f"not evaluable: {table} has no rows dated in the {monitor.window_days + 1} "
+            f"days up to {last} ({day_col}); its data is older than the clock",
+        )
     trailing = [v for d, v in series.items() if d < last]
     base = sum(trailing) / monitor.window_days if trailing else None
     return Observation(series.get(last, 0.0), base)
@@ -155,6 +161,7 @@ def run_monitors(
                         m.threshold,
                         at,
                         run_id,
+                        verdict.evaluable,
                     ),
                 )
                 verdicts.append((column, verdict))
@@ -226,7 +233,7 @@ def build_outcomes(
     out: dict[str, str | None] = {}
     for r in run_results.get("results", []):
         urn = urn_of.get(str(r.get("unique_id")))
-        if urn is None or not str(r.get("unique_id")).startswith("model."):
+        if urn is None or not str(r.get("unique_id")).startswith(("model.", "seed.")):
             continue
         if r.get("status") == "success":
             out[urn] = None

@@ -42,12 +42,16 @@ CLOCK_MACRO = """{#-
 """
 
 
-def _macro_paths(project: Path) -> list[str]:
+def _project_config(project: Path) -> dict[str, Any]:
     try:
         config = yaml.safe_load((project / "dbt_project.yml").read_text()) or {}
-    except yaml.YAMLError:
-        config = {}
-    paths = config.get("macro-paths") if isinstance(config, dict) else None
+    except (OSError, yaml.YAMLError):
+        return {}
+    return config if isinstance(config, dict) else {}
+
+
+def _macro_paths(project: Path) -> list[str]:
+    paths = _project_config(project).get("macro-paths")
     return [str(p) for p in paths] if isinstance(paths, list) and paths else ["macros"]
 
 
@@ -98,7 +102,39 @@ class DbtProject:
         if not self.project_dir.exists():
             shutil.copytree(self.source, self.project_dir, ignore=IGNORED)
             self._supply_clock()
+            self._supply_profile()
         return self.project_dir
+
+    def _supply_profile(self) -> None:
+        """Point dbt at Upstream's warehouse, whatever the project's own profile says: the
+        deployed copy gets a profiles.yml with the project's profile name and one DuckDB target
+        whose path is the warehouse (UPSTREAM_WAREHOUSE). What the project's own DuckDB target
+        sets besides its path (extensions, settings, attached databases) is kept."""
+        config = _project_config(self.project_dir)
+        name = str(config.get("profile") or config.get("name") or "upstream")
+        own: dict[str, Any] = {}
+        theirs = self.project_dir / "profiles.yml"
+        if theirs.exists():
+            try:
+                profile = (yaml.safe_load(theirs.read_text()) or {}).get(name) or {}
+                outputs = profile.get("outputs") or {}
+                own = dict(outputs.get(profile.get("target")) or next(iter(outputs.values()), {}))
+            except (yaml.YAMLError, AttributeError, TypeError):
+                own = {}
+        if own.get("type", "duckdb") != "duckdb":
+            raise BuildFailed(
+                f"the dbt project's profile {name!r} targets {own.get('type')!r}",
+                "Upstream builds dbt-duckdb projects today: point it at a DuckDB target",
+            )
+        target = {k: v for k, v in own.items() if k not in ("path", "type", "database")}
+        target = {"type": "duckdb", "path": "{{ env_var('UPSTREAM_WAREHOUSE') }}", **target}
+        target.setdefault("threads", 2)
+        body = {name: {"target": "upstream", "outputs": {"upstream": target}}}
+        theirs.write_text(
+            "# Supplied by Upstream when it deployed the project (the tracked project is not\n"
+            "# changed): dbt writes to Upstream's warehouse, UPSTREAM_WAREHOUSE.\n"
+            + yaml.safe_dump(body, sort_keys=False)
+        )
 
     def _supply_clock(self) -> None:
         """Give the deployed copy Upstream's clock: dbt's current_timestamp() reads
@@ -171,7 +207,7 @@ class DbtProject:
         """The dbt model or source whose relation is ``schema.table``."""
         manifest = self.manifest()
         for props in [*manifest["nodes"].values(), *manifest["sources"].values()]:
-            if props["resource_type"] in ("model", "source"):
+            if props["resource_type"] in ("model", "source", "seed"):
                 name = props.get("alias") or props.get("identifier") or props["name"]
                 if f"{props['schema']}.{name}".lower() == relation:
                     return dict(props)

@@ -217,3 +217,19 @@ def load_feeds(warehouse: Path, script: Path, now: datetime) -> dict[str, int]:
                 f"the feed script {script} failed: {exc}", "fix the SQL in the script"
             ) from exc
         return {t: row_count(con, t) for t in relations(con)}
+
+
+def export_csv(con: duckdb.DuckDBPyConnection, table: str, path: Path) -> int:
+    """Write a relation to a CSV file with a header row (a dbt seed's format); returns rows.
+    Read through this connection and written by Python: the connection keeps external access
+    off."""
+    import csv
+
+    result = con.execute(f"SELECT * FROM {rel(table)}")
+    names = [d[0] for d in result.description]
+    rows = result.fetchall()
+    with path.open("w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(names)
+        writer.writerows(["" if v is None else v for v in row] for row in rows)
+    return len(rows)

@@ -1,0 +1,1 @@
+select id as invoice_id, account_id, issued_on, amount from {{ ref('raw_invoices') }}

@@ -1,0 +1,87 @@
+"""Bring your own estate: a team's dbt-duckdb project, as it comes, built by `upstream build`.
+
+The project in tests/estates/seeded keeps its raw data in seeds and names a profile of its own
+that writes to a DuckDB file of its own: Upstream must build, test, profile, ingest and score
+it without a single edit, and a fault on a seed must survive the build that reloads seeds."""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from upstream_dagster import settings as settings_mod
+from upstream_dagster.cli import app
+from upstream_dagster.errors import UpstreamError
+
+ROOT = Path(__file__).resolve().parent.parent
+OWN = ROOT / "tests/estates/seeded"
+
+pytestmark = pytest.mark.slow
+
+
+def _digest(folder: Path) -> str:
+    h = hashlib.sha256()
+    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+        h.update(str(path.relative_to(folder)).encode() + path.read_bytes())
+    return h.hexdigest()
+
+
+def test_upstream_build_takes_a_teams_project_unmodified_and_a_seed_fault_sticks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from upstream_dagster.datahub import open_graph
+    from upstream_dagster.evaluation.breakage import break_estate
+    from upstream_dagster.evaluation.scenario import Scenario
+    from upstream_dagster.warehouse import duckdb_warehouse as wh
+
+    project = tmp_path / "their_project"
+    shutil.copytree(OWN / "dbt", project)
+    before = _digest(project)
+    for key, value in {
+        "UPSTREAM_DBT_SOURCE": str(project),
+        "UPSTREAM_ESTATE": str(OWN / "estate.yaml"),
+        "UPSTREAM_STATE_DIR": str(tmp_path / "state"),
+        "UPSTREAM_CLOCK": "2026-11-29T06:00:00Z",
+    }.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.delenv("UPSTREAM_FEEDS", raising=False)
+
+    result = CliRunner().invoke(app, ["build"])
+    assert result.exit_code == 0, result.output[-3000:]
+    assert "scored against DataHub" in result.output
+    assert _digest(project) == before  # not one edit, not even their DuckDB file written
+    settings = settings_mod.load()
+    with wh.connect(settings.warehouse) as con:
+        tables = wh.relations(con)
+    # their target's schema is kept; only the path is Upstream's
+    assert {"analytics.raw_invoices", "analytics.revenue_by_region"} <= set(tables)
+    graph = open_graph(settings)
+    try:
+        names = {u.split(",")[1] for u in graph.search_prefix("urn:li:dataset:")}
+    finally:
+        graph.close()
+    assert "warehouse.analytics.raw_invoices" in names  # the seed is in DataHub's lineage too
+
+    fault = {"kind": "null_column", "relation": "analytics.raw_invoices", "column": "amount"}
+    report = break_estate(
+        settings,
+        Scenario.model_validate(
+            {"name": "seed", "faults": [{**fault, "fraction": 0.5}], "expect": {"abstain": True}}
+        ),
+    )
+    assert any("back to seeds/raw_invoices.csv" in s for s in report.statements)
+    with wh.connect(settings.warehouse) as con:  # the refresh reloaded the seed, and kept it
+        assert wh.null_share(con, "analytics.raw_invoices", "amount") > 0.4
+    assert _digest(project) == before  # the deployed copy changed, the team's never
+    retype = {"kind": "change_type", "relation": "analytics.raw_invoices", "column": "amount"}
+    with pytest.raises(UpstreamError, match="cannot stick"):
+        break_estate(
+            settings,
+            Scenario.model_validate(
+                {"name": "t", "faults": [{**retype, "to": "VARCHAR"}], "expect": {"abstain": True}}
+            ),
+        )
