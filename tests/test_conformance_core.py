@@ -161,6 +161,43 @@ def test_risk_weights_sum_to_one_and_explain_shows_missing_history_as_not_evalua
     assert model.depth[A] == 1 and DASH in model.reach[B]
 
 
+def test_criticality_is_what_estate_yaml_declares_never_the_order_of_tiers() -> None:
+    a = AssetFacts(urn=A, name="acme.marts.fct_ledger")
+    b = AssetFacts(urn=B, name="acme.staging.stg_ledger")
+    ctx = ctx_of(a, b)
+    scope = Scope(tier_of=((A, "gold"), (B, "silver")), selector_hits=(), unmatched=())
+
+    def criticality(estate: EstateSpec) -> dict[str, float | None]:
+        dial = score(ctx, estate, scope, NOW)
+        model = RiskModel(ctx, estate, dial.results, NOW)
+        return {
+            urn: {t.name: t.value for t in model.risk(r).terms}["criticality"]
+            for urn, r in ((r.asset, r) for r in dial.results)
+        }
+
+    undeclared = criticality(spec())
+    assert undeclared[A] == undeclared[B]  # first in the file is not "more critical"
+    assert spec().critical_tiers == set()
+
+    raw = spec().model_dump()
+    raw["tiers"][0]["criticality"] = 0.2  # gold, first in the file
+    raw["tiers"][1]["criticality"] = 1.0  # silver, declared the critical one
+    declared = EstateSpec.model_validate(raw)
+    values = criticality(declared)
+    assert values[B] is not None and values[A] is not None and values[B] > values[A]
+    assert declared.critical_tiers == {"silver"}
+
+
+def test_a_criticality_outside_zero_to_one_is_refused() -> None:
+    import pydantic
+    import pytest
+
+    raw = spec().model_dump()
+    raw["tiers"][0]["criticality"] = 2
+    with pytest.raises(pydantic.ValidationError, match="criticality"):
+        EstateSpec.model_validate(raw)
+
+
 def test_risk_uses_incident_history_once_it_exists() -> None:
     incident = IncidentFact("urn:li:incident:1", "RESOLVED", NOW - 24 * HOUR)
     a = AssetFacts(urn=A, name="acme.marts.fct_ledger", incidents=(incident,))

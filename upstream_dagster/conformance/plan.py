@@ -210,7 +210,9 @@ def simulate(
     return score(what_if, spec, match.resolve(what_if, spec), now_ms)
 
 
-def _price(base: Dial, after: Dial, ctx: MetadataContext, p: Proposal, top_tier: str) -> Price:
+def _price(
+    base: Dial, after: Dial, ctx: MetadataContext, p: Proposal, top_tiers: set[str]
+) -> Price:
     before = {(r.asset, r.requirement): r.status for r in base.results}
     fixed = broken = 0
     for r in after.results:
@@ -224,7 +226,7 @@ def _price(base: Dial, after: Dial, ctx: MetadataContext, p: Proposal, top_tier:
         fixed,
         broken,
         len(downstream),
-        sum(1 for d in downstream if tiers.get(d.urn) == top_tier),
+        sum(1 for d in downstream if tiers.get(d.urn) in top_tiers),
     )
 
 
@@ -237,7 +239,7 @@ def plan(
 ) -> Plan:
     """``authors`` maps a dbt model file, as DataHub records it, to its main git author."""
     base = score(ctx, spec, match.resolve(ctx, spec), now_ms)
-    top = spec.tiers[0].name
+    top = spec.critical_tiers
     candidates: list[Proposal] = []
     unfixable: list[Unfixable] = []
     for v in rank_violations(ctx, spec, base.results, now_ms):

@@ -1,6 +1,6 @@
 """Risk of a violation, from graph facts, with the arithmetic shown.
 
-    0.20 business criticality   tier rank, critical domain, exec-facing consumers downstream
+    0.20 business criticality   tier criticality, critical domain, dashboards downstream
     0.15 historical fragility   decay-weighted incident history on the asset
     0.15 assertion health gap   share of its assertions not passing (1.0 with none)
     0.10 lineage depth          upstream hops x downstream fan-out, normalised over the estate
@@ -74,7 +74,7 @@ class RiskModel:
         self, ctx: MetadataContext, spec: EstateSpec, results: Sequence[CheckResult], now_ms: int
     ) -> None:
         self.ctx, self.spec, self.now = ctx, spec, now_ms
-        self.tier_rank = {t.name: 1.0 - i / len(spec.tiers) for i, t in enumerate(spec.tiers)}
+        self.tier_rank = {t.name: t.weight for t in spec.tiers}  # as estate.yaml declares it
         self.critical_domains = set(to_urns("domains", spec.policies.risk.critical_domains))
         self.critical_terms = set(to_urns("terms", spec.policies.risk.critical_terms))
         self.any_incidents = any(a.incidents for a in ctx.assets)
@@ -156,7 +156,7 @@ class RiskModel:
             "criticality",
             0.20,
             value,
-            f"tier rank {rank:.2f}, {self.consumers(a.urn)} dashboards downstream, "
+            f"tier criticality {rank:.2f}, {self.consumers(a.urn)} dashboards downstream, "
             f"critical domain {'yes' if critical else 'no'}",
         )
 

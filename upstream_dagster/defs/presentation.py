@@ -24,7 +24,7 @@ def proposals_table(batch: Plan) -> str:
         price = (
             f"+{p.price.delta_points:.2f} pts, fixes {p.price.checks_fixed}, breaks "
             f"{p.price.checks_broken}, {p.price.downstream} downstream "
-            f"({p.price.downstream_top_tier} top tier)"
+            f"({p.price.downstream_top_tier} in the most critical tier)"
             if p.price
             else "not priced"
         )

@@ -97,11 +97,22 @@ class Requirements(Strict):
         return out
 
 
+DEFAULT_CRITICALITY = 0.5
+
+
 class Tier(Strict):
     name: str = Field(min_length=1)
     description: str = ""
     match: list[Selector] = Field(min_length=1)
     requirements: Requirements
+    # How much a gap here matters to the business, from 0 (none) to 1 (revenue-critical).
+    # Unset: not said, which pricing and risk read as the middle (DEFAULT_CRITICALITY); the
+    # order of tiers in the file says nothing of it.
+    criticality: float | None = Field(default=None, ge=0, le=1)
+
+    @property
+    def weight(self) -> float:
+        return DEFAULT_CRITICALITY if self.criticality is None else self.criticality
 
     @model_validator(mode="after")
     def _asks_something(self) -> Tier:
@@ -190,6 +201,15 @@ class EstateSpec(Strict):
     tiers: list[Tier] = Field(min_length=1)
     policies: Policies = Field(default_factory=Policies)
     monitors: list[Monitor] = Field(default_factory=list)
+
+    @property
+    def critical_tiers(self) -> set[str]:
+        """The tiers declared the most critical; none when no tier declares a criticality."""
+        declared = [t.criticality for t in self.tiers if t.criticality is not None]
+        if not declared:
+            return set()
+        top = max(declared)
+        return {t.name for t in self.tiers if t.criticality == top}
 
     @model_validator(mode="after")
     def _unique_tiers(self) -> EstateSpec:
