@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -193,3 +194,48 @@ def test_two_runs_sharing_a_time_stamp_read_latest_as_the_one_received_last(
         assert every == ["zzz-clean-build", "aaa-freshness"]
     finally:
         graph.close()
+
+
+def test_undoing_an_assertion_upstream_created_leaves_no_row_in_any_lite_table(
+    tmp_path: Path,
+) -> None:
+    """Reset deletes the definition Upstream wrote; its run events and the browse edges Lite
+    indexed for it must go too, or DataHub Lite still lists an assertion nobody defined."""
+    import sqlite3
+
+    from upstream_dagster.datahub import Target, aspects
+
+    lite = tmp_path / "lite.sqlite"
+    g = open_graph(Target(lite, tmp_path / "sdk", None, None), create=True)
+    dataset = "urn:li:dataset:(urn:li:dataPlatform:duckdb,w.marts.orders,PROD)"
+    ours = "urn:li:assertion:upstream-undo-test"
+    g.write_aspect(
+        ours, "assertionInfo", aspects.template_assertion(dataset, "row_count_above_zero")
+    )
+    g.write_aspect(
+        ours,
+        "assertionRunEvent",
+        aspects.run_event(ours, dataset, True, {}, 1_800_000_000_000, "r"),
+    )
+    g.write_aspect(dataset, "status", {"removed": False})
+    g._lite().reindex()  # type: ignore[attr-defined]  # Lite's own browse index, as `datahub lite reindex`
+    con = sqlite3.connect(lite)
+
+    def rows(urn: str) -> int:
+        aspects_left = con.execute(
+            "SELECT count(*) FROM metadata_aspect_v2 WHERE urn = ?", [urn]
+        ).fetchone()[0]
+        edges_left = con.execute(
+            "SELECT count(*) FROM metadata_edge_v2 WHERE src_id = ? OR dst_id = ?", [urn, urn]
+        ).fetchone()[0]
+        return int(aspects_left) + int(edges_left)
+
+    assert rows(ours) > 2  # definition, run event, browse edge
+    receipt = g.delete_aspect(ours, "assertionInfo")
+    assert receipt.written
+    assert rows(ours) == 0
+    # a dataset keeps what it has when one aspect goes
+    g.write_aspect(dataset, "globalTags", {"tags": [{"tag": "urn:li:tag:pii"}]})
+    g.delete_aspect(dataset, "globalTags")
+    assert rows(dataset) > 0
+    g.close()

@@ -38,3 +38,16 @@ def prepare(sdk_home: Path | None = None) -> None:
             else:
                 os.environ["HOME"] = saved
         _done = True
+
+
+def timeseries_aspects() -> frozenset[str]:
+    """The aspects DataHub keeps as time series (run events, profiles, operations), as the
+    SDK's own schema classes declare them."""
+    prepare()
+    from datahub.metadata.schema_classes import ASPECT_NAME_MAP
+
+    return frozenset(
+        name
+        for name, cls in ASPECT_NAME_MAP.items()
+        if getattr(cls, "ASPECT_TYPE", "") == "timeseries"
+    )

@@ -41,6 +41,7 @@ from upstream_dagster.spec.urns import name_matches
 
 log = logging.getLogger(__name__)
 TABLE = "metadata_aspect_v2"
+EDGES = "metadata_edge_v2"  # Lite's browse tree: parent, relationship, child
 CHUNK = 20_000  # bound parameters per statement, under SQLite's 32,766 limit
 # Above this many URNs, reading the wanted aspects by name (through Upstream's index) and
 # filtering beats thousands of primary-key lookups.
@@ -394,16 +395,38 @@ class LiteGraph:
         return Receipt(urn, aspect, True, "written to DataHub Lite")
 
     def delete_aspect(self, urn: str, aspect: str) -> Receipt:
-        """Lite has no delete; remove every version so the aspect reads as absent again."""
+        """Lite has no delete; remove every version so the aspect reads as absent again. When
+        what is left of the entity is only time series (an assertion's run events once its
+        definition is gone), it was never more than what was deleted: the series and the
+        entity's browse edges go too, so an undo leaves no row behind in any Lite table."""
         with self._lock:
             self.counter.add("write")
             cur = self._con.execute(
                 f"DELETE FROM {TABLE} WHERE urn = ? AND aspect_name = ?", [urn, aspect]
             )
+            deleted = cur.rowcount
+            left = {
+                r[0]
+                for r in self._con.execute(
+                    f"SELECT DISTINCT aspect_name FROM {TABLE} WHERE urn = ?", [urn]
+                )
+            }
+            if deleted and left <= _sdk.timeseries_aspects():
+                self._con.execute(f"DELETE FROM {TABLE} WHERE urn = ?", [urn])
+                if self._has_table(EDGES):
+                    self._con.execute(
+                        f"DELETE FROM {EDGES} WHERE src_id = ? OR dst_id = ?", [urn, urn]
+                    )
             self._con.commit()
         return Receipt(
             urn,
             aspect,
-            cur.rowcount > 0,
-            "deleted" if cur.rowcount else "aspect was already absent",
+            deleted > 0,
+            "deleted" if deleted else "aspect was already absent",
         )
+
+    def _has_table(self, name: str) -> bool:
+        found = self._con.execute(
+            "SELECT count(*) FROM sqlite_master WHERE type='table' AND name=?", [name]
+        ).fetchone()
+        return bool(found and found[0])
