@@ -14,7 +14,7 @@ from upstream_dagster.conformance.plan import Plan
 from upstream_dagster.conformance.score import Dial
 from upstream_dagster.datahub.lite import LiteGraph
 from upstream_dagster.defs import conformance, coverage
-from upstream_dagster.defs.resources import GivenGraph, UpstreamResource
+from upstream_dagster.defs.resources import GivenGraph, UpstreamResource, WarehouseResource
 from upstream_dagster.evaluation.bench.estate_gen import generate
 from upstream_dagster.evaluation.bench.score import SPEC
 from upstream_dagster.services import scoring
@@ -48,7 +48,12 @@ def test_the_score_assets_read_the_graph_they_are_handed(
     try:
         result = dg.materialize(
             [*conformance.ASSETS, coverage.proposals, coverage.approval_queue],
-            resources={"datahub": GivenGraph(graph), "upstream": _upstream(tmp_path)},
+            resources={
+                "datahub": GivenGraph(graph),
+                "upstream": _upstream(tmp_path),
+                # a generated estate has no warehouse: no assertion is proposed on it
+                "warehouse": WarehouseResource(path=str(tmp_path / "no-warehouse.duckdb")),
+            },
             instance=dg.DagsterInstance.ephemeral(),
         )
         assert result.success
@@ -66,6 +71,7 @@ def test_the_score_assets_read_the_graph_they_are_handed(
     assert batch.base.overall == dial.overall
     queue = result.asset_materializations_for_node("approval_queue")[0].metadata
     assert queue["waiting"].value == (1 if batch.proposals else 0)
+    assert not [p for p in batch.proposals if p.change.kind == "add_assertions"]
 
 
 def test_a_bad_estate_file_fails_the_spec_asset_with_its_line_and_fix(

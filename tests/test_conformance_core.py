@@ -73,8 +73,35 @@ def test_an_empty_asset_fails_with_reasons_and_freshness_is_not_evaluable() -> N
     assert "no update time" in results["freshness_sla_hours"].reason
     assert results["require_owner"].reason == "no owner in DataHub"
     assert "columns carry Revenue" in results["require_glossary_term"].reason
-    assert results["min_assertions"].reason == "0 assertions, needs 2"
+    assert results["min_assertions"].reason == "0 assertions ran within 24h, needs 2"
     assert results["max_open_incident_hours"].status == "pass"  # no incidents is a real pass
+
+
+def test_min_assertions_counts_only_assertions_that_ran_within_the_window() -> None:
+    never = AssertionFact("urn:li:assertion:3", "upstream:row_count_above_zero", None, None, None)
+    stale = AssertionFact("urn:li:assertion:4", "dbt", None, "SUCCESS", NOW - 30 * HOUR)
+    failed = AssertionFact("urn:li:assertion:5", "dbt", None, "FAILURE", NOW - HOUR)
+    errored = AssertionFact("urn:li:assertion:6", "dbt", None, "ERROR", NOW - HOUR)
+    on_paper = replace(good(), assertions=(never, stale, errored))
+    result = {r.requirement: r for r in evaluate(on_paper, "gold", ALL, NOW)}["min_assertions"]
+    assert result.status == "fail"
+    assert result.reason == "0 assertions ran within 24h, needs 2; 3 defined but not run within 24h"
+    # a failing run is still a check that runs; no window when the tier sets no SLA
+    running = replace(good(), assertions=(failed, good().assertions[0]))
+    assert statuses(running)["min_assertions"] == "pass"
+    no_sla = ALL.model_copy(update={"freshness_sla_hours": None})
+    assert {r.requirement: r.status for r in evaluate(on_paper, "gold", no_sla, NOW)}[
+        "min_assertions"
+    ] == "fail"  # the stale one counts, the never-run and the errored do not: 1 < 2
+
+
+def test_the_dial_names_assertion_definitions_that_never_ran() -> None:
+    never = AssertionFact("urn:li:assertion:3", "upstream:row_count_above_zero", None, None, None)
+    a = replace(good(), assertions=(*good().assertions, never))
+    scope = Scope(tier_of=((A, "gold"),), selector_hits=(), unmatched=())
+    dial = score(ctx_of(a), spec(), scope, NOW)
+    assert dial.never_ran == 1
+    assert "1 assertion definition(s) on scored assets never ran" in render(dial)
 
 
 def test_freshness_and_incident_age_read_the_clock_passed_in() -> None:

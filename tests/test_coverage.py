@@ -76,6 +76,21 @@ def test_full_loop_measured_equals_projected_and_reset_restores(estate: Settings
     result = approve(estate, batch)
     meta = result.asset_materializations_for_node("coverage_writeback")[0].metadata
     assert meta["failed"].value == 0 and meta["written"].value >= len(batch.proposals)
+    # a proposed assertion is a check that runs: each one written has a result in DataHub
+    proposed = [p for p in batch.proposals if p.change.kind == "add_assertions"]
+    assert proposed, "the demo batch proposes assertions"
+    con = sqlite3.connect(str(estate.lite_file))
+    ran = dict(
+        con.execute(
+            "SELECT i.urn, count(r.urn) FROM metadata_aspect_v2 i LEFT JOIN metadata_aspect_v2 r "
+            "ON r.urn = i.urn AND r.aspect_name = 'assertionRunEvent' AND r.version = 0 "
+            "WHERE i.aspect_name = 'assertionInfo' AND i.version = 0 "
+            "AND i.metadata LIKE '%upstream_template%' GROUP BY i.urn"
+        ).fetchall()
+    )
+    con.close()
+    assert len(ran) == sum(len(p.change.values) for p in proposed)
+    assert all(ran.values()), "an assertion was written that nothing ran"
     verify = run_job(estate, "coverage_verify_job")
     (check,) = verify.get_asset_check_evaluations()
     assert check.passed, check.metadata
@@ -88,6 +103,17 @@ def test_full_loop_measured_equals_projected_and_reset_restores(estate: Settings
     assert after.digest == batch.digest  # the graph reads exactly as before the batch
     # every aspect the batch wrote was absent before, so Lite reads byte-identical again
     assert graph_digest(estate) == before
+    # the gate cannot wedge: the undone batch waits again and can be approved again
+    assert gate.claimed_by(estate.state_dir, batch.digest) is None
+    queue = run_job(estate, "score").output_for_node("approval_queue")
+    assert any(batch.digest in line for line in queue)
+    again = approve(estate, after)
+    meta = again.asset_materializations_for_node("coverage_writeback")[0].metadata
+    assert meta["failed"].value == 0 and meta["written"].value >= len(batch.proposals)
+    run_job(
+        estate, "coverage_reset_job", {"ops": {"coverage_reset": {"config": {"confirm": True}}}}
+    )
+    assert graph_digest(estate) == before  # the second write was undone too, exactly
 
 
 def test_write_back_cannot_run_without_an_approval(estate: Settings) -> None:
@@ -212,6 +238,30 @@ def test_a_failing_writer_gives_a_partial_result_and_landed_writes_undo(
         estate, "coverage_reset_job", {"ops": {"coverage_reset": {"config": {"confirm": True}}}}
     )
     assert planned(estate).base.overall.percent == batch.base.overall.percent
+
+
+def test_a_write_back_that_wrote_nothing_does_not_hold_the_batch(
+    estate: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A locked DataHub, say: every write fails. Nothing landed, so the claim is released and
+    the same batch can be approved once DataHub answers again."""
+    batch = planned(estate)
+    original_write, original_apply = LiteGraph.write_aspect, LiteGraph.apply_change
+
+    def locked(self: LiteGraph, *args: Any) -> Any:
+        raise OSError("database is locked (injected)")
+
+    monkeypatch.setattr(LiteGraph, "write_aspect", locked)
+    monkeypatch.setattr(LiteGraph, "apply_change", locked)
+    first = approve(estate, batch)
+    meta = first.asset_materializations_for_node("coverage_writeback")[0].metadata
+    assert meta["written"].value == 0 and meta["failed"].value > 0
+    assert gate.claimed_by(estate.state_dir, batch.digest) is None
+    monkeypatch.setattr(LiteGraph, "write_aspect", original_write)
+    monkeypatch.setattr(LiteGraph, "apply_change", original_apply)
+    second = approve(estate, batch)
+    meta = second.asset_materializations_for_node("coverage_writeback")[0].metadata
+    assert meta["failed"].value == 0 and meta["written"].value >= len(batch.proposals)
 
 
 def test_rejecting_the_whole_batch_leaves_the_graph_byte_identical(estate: Settings) -> None:
@@ -348,3 +398,47 @@ def test_the_sensor_launches_nothing_under_ratify(estate: Settings) -> None:
     planned(estate)
     data = tick(estate)
     assert not data.run_requests and "a person approves" in (data.skip_message or "")
+
+
+def test_the_cli_approves_only_the_batch_it_showed_and_refuses_before_launching(
+    estate: Settings,
+) -> None:
+    """A reviewer not on the list gets one line with the fix, nothing is launched, nothing is
+    asked; a missing or stale digest is refused the same way."""
+    import os
+    import re
+    import subprocess
+    import sys
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "upstream_dagster.cli", *args],
+            cwd=ROOT,
+            env=dict(os.environ),
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+
+    shown = cli("plan")
+    assert shown.returncode == 0, shown.stderr[-2000:]
+    found = re.search(r"^batch (\w+):", shown.stdout, re.M)
+    assert found and f"--digest {found[1]}" in shown.stdout
+    digest = found[1]
+    runs_before = len(dg.DagsterInstance.from_config(str(estate.dagster_home)).get_run_records())
+
+    for args, says in (
+        (("--digest", digest, "--reviewer", "mallory"), "'mallory' is not an approver"),
+        (("--reviewer", "alice"), "approve needs the digest of the batch you read"),
+        (("--digest", "0000000000000000", "--reviewer", "alice"), "stale batch digest"),
+    ):
+        refused = cli("approve", "--all", *args)  # no --yes: a refusal must not ask first
+        assert refused.returncode == 1
+        assert says in refused.stderr and "Traceback" not in refused.stderr + refused.stdout
+        assert "fix:" in refused.stderr and "?" not in refused.stdout
+    instance = dg.DagsterInstance.from_config(str(estate.dagster_home))
+    assert len(instance.get_run_records()) == runs_before  # nothing was launched
+
+    approved = cli("approve", "--all", "--digest", digest, "--reviewer", "alice", "--yes")
+    assert approved.returncode == 0, approved.stderr[-2000:]
+    assert "projected" in approved.stdout and "| p-" in approved.stdout  # showed what it writes

@@ -193,3 +193,44 @@ def test_without_a_key_the_rca_summary_is_the_cited_template(
     text = pull_request_text(v)
     assert text.startswith("## Fix rename of vendor.discounts.discount_amt")
     assert "```diff" in text and "upstream_renamed_column" in text
+
+
+def test_a_model_endpoint_that_never_answers_is_given_up_on_not_waited_for(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A local server that accepts the connection and never replies (what a hung proxy does):
+    the first call gives up at the narrator's timeout, every later one at once, and the plan
+    keeps the template with the reason. The SDK's default would wait 600 s per try."""
+    import socket
+    import threading
+    import time
+
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(8)
+    held: list[socket.socket] = []
+
+    def accept() -> None:
+        while True:
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                return
+            held.append(conn)  # read nothing, answer nothing
+
+    threading.Thread(target=accept, daemon=True).start()
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test-not-a-key")
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", f"http://127.0.0.1:{server.getsockname()[1]}")
+    monkeypatch.setenv("UPSTREAM_NARRATOR_TIMEOUT", "0.5")
+    narrator = Narrator(budget=10)
+    started = time.monotonic()
+    first = narrator.describe("orders", "orders: 3 columns.", ("schema: 3 fields",))
+    second = narrator.describe("payments", "payments: 2 columns.", ("schema: 2 fields",))
+    elapsed = time.monotonic() - started
+    server.close()
+    for conn in held:
+        conn.close()
+    assert first is None and second is None
+    assert elapsed < 30  # a hang would be 600 s and more
+    assert narrator.used == 1  # the second never called the endpoint
+    assert all("did not answer" in why for why in narrator.skipped)

@@ -631,3 +631,45 @@ def test_the_failing_check_reported_on_its_other_table_is_no_hypothesis() -> Non
     )
     inv = investigate(Trigger(MART, rel, W, (parent,), ((parent, "acct_key"),)), g)
     assert [h.cause for h, _ in inv.ranked] == [SRC]
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r) SELECT count(*) FROM r",
+        "SELECT count(*) FROM s.t AS a, s.t AS b, s.t AS c, s.t AS d",
+    ],
+    ids=["endless-recursion", "runaway-join"],
+)
+def test_a_guarded_query_that_runs_away_is_stopped_and_named(
+    sql: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import duckdb
+
+    from upstream_dagster.warehouse import duckdb_warehouse as dw
+
+    path = tmp_path / "w.duckdb"
+    con = duckdb.connect(str(path))
+    con.execute("CREATE SCHEMA s; CREATE TABLE s.t AS SELECT range AS a FROM range(100000)")
+    con.close()
+    monkeypatch.setattr(dw, "QUERY_SECONDS", 1.0)
+    ran, rows, why = dw.forensic(path, sql, {"s.t"})
+    assert ran is not None and rows == []
+    assert why.startswith("the query ran longer than 1s and was stopped")
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "WITH x AS (DELETE FROM s.t RETURNING *) SELECT * FROM x",
+        "WITH x AS (UPDATE s.t SET a = 0 RETURNING *) SELECT * FROM x",
+        "SELECT 'unclosed FROM s.t",
+        "SELECT a FROM s.t /* unclosed",
+    ],
+    ids=["delete-in-cte", "update-in-cte", "unclosed-quote", "unclosed-comment"],
+)
+def test_the_guard_refuses_writes_hidden_in_a_cte_and_unreadable_sql_without_raising(
+    sql: str,
+) -> None:
+    checked = guard(sql, {"s.t"})
+    assert checked.refused and checked.reason

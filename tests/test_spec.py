@@ -147,3 +147,76 @@ def test_a_policy_that_writes_must_name_its_approvers(tmp_path: Path) -> None:
     )
     with pytest.raises(SpecError, match="needs someone to approve"):
         load_estate(write(tmp_path, text))
+
+
+OK_TIER = GOOD_TIER.format(requirements="      require_owner: true")
+LAUGHS = "a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
+    f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join(['*' + chr(97 + i)] * 10)}]\n" for i in range(8)
+)
+
+
+@pytest.mark.parametrize(
+    ("content", "problem", "fix"),
+    [
+        (
+            OK_TIER + "policies:\n  actuation: dry-run\npolicies:\n  actuation: auto\n",
+            "'policies' is given twice in the top level (first at line 8)",
+            "merge the two blocks",
+        ),
+        (
+            OK_TIER + "policies:\n  actuation: ratify\n  approvers: ['']\n",
+            "approvers[0]",
+            "change the value",
+        ),
+        (
+            OK_TIER.replace("gold", "gold\\x1b[2J").replace(
+                "name: gold\\x1b[2J", 'name: "gold\\x1b[2J"'
+            ),
+            "control character",
+            "plain text",
+        ),
+        (LAUGHS, "expands to more than", "anchors and aliases"),
+        ("a: " + "[" * 100_000 + "]" * 100_000 + "\n", "nested too deeply", "nests a few levels"),
+        (
+            "version: 1\ntiers:\n"
+            + "".join(
+                f"  - name: t{i}\n    match: [{{names: ['x{i}']}}]\n"
+                "    requirements: {require_owner: true}\n"
+                for i in range(600)
+            ),
+            "tiers",
+            "change the value",
+        ),
+    ],
+    ids=[
+        "duplicate-policies",
+        "empty-approver",
+        "terminal-escape",
+        "billion-laughs",
+        "deep-nesting",
+        "too-many-tiers",
+    ],
+)
+def test_hostile_estate_files_are_refused_with_the_problem_named(
+    tmp_path: Path, content: str, problem: str, fix: str
+) -> None:
+    path = write(tmp_path, content)
+    with pytest.raises(SpecError) as err:
+        load_estate(path)
+    assert problem in err.value.problem, str(err.value)
+    assert fix in err.value.fix, str(err.value)
+
+
+def test_a_binary_file_a_directory_and_a_device_are_named_for_what_they_are(
+    tmp_path: Path,
+) -> None:
+    latin = tmp_path / "latin.yaml"
+    latin.write_bytes("version: 1\n# caf\xe9\n".encode("latin-1"))
+    for path, says in (
+        (latin, "is not UTF-8 text"),
+        (tmp_path, "is not a regular file"),
+        (Path("/dev/zero"), "is not a regular file"),
+    ):
+        with pytest.raises(SpecError) as err:
+            load_estate(path)
+        assert says in err.value.problem

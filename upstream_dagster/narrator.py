@@ -16,6 +16,10 @@ from typing import Any
 
 log = logging.getLogger(__name__)
 MODEL_ENV = "UPSTREAM_NARRATOR_MODEL"
+TIMEOUT_ENV = "UPSTREAM_NARRATOR_TIMEOUT"
+# One model call may take this long (one retry); an endpoint that does not answer is given up
+# on for the rest of the run, so a plan waits at most about twice this, never minutes.
+DEFAULT_TIMEOUT = 20.0
 DEFAULT_MODEL = "claude-sonnet-4-5"
 SYSTEM = (
     "You write one or two plain sentences describing a dataset for a data catalog. Use "
@@ -29,6 +33,7 @@ class Narrator:
         self.used = 0
         self.skipped: list[str] = []
         self._client = client
+        self._unreachable = ""
 
     @property
     def enabled(self) -> bool:
@@ -38,12 +43,16 @@ class Narrator:
         if self._client is None:
             import anthropic
 
-            self._client = anthropic.Anthropic()
+            seconds = float(os.environ.get(TIMEOUT_ENV) or DEFAULT_TIMEOUT)
+            self._client = anthropic.Anthropic(timeout=seconds, max_retries=1)
         return self._client.messages
 
     def _ask(self, subject: str, system: str, content: str, max_tokens: int) -> str | None:
         """The model's text, or None (and the reason kept) when the template must be used."""
         if not self.enabled:
+            return None
+        if self._unreachable:
+            self.skipped.append(f"{subject}: {self._unreachable}")
             return None
         if self.used >= self.budget:
             self.skipped.append(f"{subject}: model-call budget of {self.budget} used up")
@@ -58,6 +67,14 @@ class Narrator:
                 system=system,
                 messages=[{"role": "user", "content": content}],
             )
+        except anthropic.APIConnectionError as exc:  # a timeout or no connection
+            self._unreachable = (
+                f"the model API did not answer ({exc.__class__.__name__}); the template is "
+                "used for the rest of this run"
+            )
+            self.skipped.append(f"{subject}: {self._unreachable}")
+            log.warning("narrator: %s", self._unreachable)
+            return None
         except anthropic.APIError as exc:
             self.skipped.append(f"{subject}: the model API failed ({exc.__class__.__name__})")
             log.warning("narrator fell back to the template for %s: %s", subject, exc)

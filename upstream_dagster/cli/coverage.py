@@ -6,12 +6,14 @@ from typing import Annotated
 
 import typer
 
-from upstream_dagster import runs
+from upstream_dagster import gate, runs
 from upstream_dagster import settings as settings_mod
 from upstream_dagster.cli.app import app, err, fail, guarded, out, plain
 from upstream_dagster.cli.incidents import approve_incident
 from upstream_dagster.defs import journal
 from upstream_dagster.errors import UpstreamError
+from upstream_dagster.spec.loader import load_estate
+from upstream_dagster.state import claims
 
 
 @app.command()
@@ -28,7 +30,7 @@ def plan() -> None:
         price = p.price
         value = batch.display(p.change.values[0]) if p.change.values else ""
         plain(
-            f"  {p.id}  {p.requirement:<22} {p.asset.split(',')[1] if ',' in p.asset else p.asset}"
+            f"  {p.id}  {p.requirement:<22} {batch.display(p.asset)}"
             f"  {p.change.kind} {value[:60]}  "
             f"{f'+{price.delta_points:.2f} pts' if price else 'not priced'}  "
             f"[{'; '.join(p.evidence)}]"
@@ -38,7 +40,7 @@ def plan() -> None:
         f"{batch.dropped} proposals dropped for no simulated benefit; {batch.deferred} priced "
         "proposals wait for the next batch (max_proposals_per_run)."
     )
-    out.print(f"approve: upstream approve --all --reviewer NAME   (digest {batch.digest})")
+    out.print(f"approve: upstream approve --all --digest {batch.digest} --reviewer NAME")
 
 
 @app.command()
@@ -63,6 +65,10 @@ def queue() -> None:
 @app.command()
 def approve(
     reviewer: Annotated[str, typer.Option(help="Your name; must be an approver in estate.yaml.")],
+    digest: Annotated[
+        str | None,
+        typer.Option(help="The batch digest `upstream plan` printed: you approve what you saw."),
+    ] = None,
     ids: Annotated[list[str] | None, typer.Option("--ids", help="Proposal ids to write.")] = None,
     all_: Annotated[bool, typer.Option("--all", help="Approve the whole batch.")] = False,
     reject: Annotated[list[str] | None, typer.Option(help="Proposal ids to reject.")] = None,
@@ -72,28 +78,63 @@ def approve(
         str | None, typer.Option(help="Approve an incident's fix instead of a coverage batch.")
     ] = None,
 ) -> None:
-    """Launch the write-back job for the current batch, or for one incident's fix."""
+    """Write the batch `upstream plan` showed (its --digest), or one incident's fix."""
     settings = settings_mod.load()
     if incident:
         approve_incident(settings, incident, reviewer, yes)
         return
     if not all_ and not ids:
         fail(UpstreamError("nothing to approve", "pass --all or --ids ID [--ids ID ...]"))
-    digest = journal.latest(runs.dagster_instance(settings), journal.PROPOSALS).get("batch_digest")
-    if not digest:
+    planned = journal.latest(runs.dagster_instance(settings), journal.PROPOSALS)
+    current = planned.get("batch_digest")
+    if not current:
         fail(UpstreamError("no batch has been planned", "run `upstream plan` first"))
-    if not yes and not typer.confirm(f"Write batch {digest} to DataHub as {reviewer}?"):
+    if not digest:
+        fail(
+            UpstreamError(
+                "approve needs the digest of the batch you read",
+                f"run `upstream plan`, read it, then pass --digest (the current batch: {current})",
+            )
+        )
+    spec = guarded(lambda: load_estate(settings.estate_file))
+    request = gate.Request(digest, reviewer)
+    items = tuple((i, 0.0) for i in (ids or ["all"]))
+    decision = gate.decide(spec.policies, request, gate.Subject("batch", current, current, items))
+    if decision.verdict == "refuse":  # decided here, before anything is launched
+        fail(UpstreamError(f"refused: {decision.problem}", decision.fix))
+    if decision.verdict == "dry-run":
+        out.print(f"batch {current}: {decision.problem}; fix: {decision.fix}")
+        return
+    written_by = claims.claimed_by(settings.state_dir, current)
+    if written_by:
+        fail(
+            UpstreamError(
+                f"batch {current} was already written by run {written_by}",
+                "`upstream reset --batch DIGEST` undoes it (then it may be approved again), "
+                "or `upstream plan` proposes what is left",
+            )
+        )
+    chosen = "the whole batch" if all_ else f"{len(ids or [])} of its proposals"
+    out.print(
+        f"batch {current}: {planned.get('proposals', 0)} proposals, conformance "
+        f"{float(planned.get('percent_before', 0)):.1f}% -> "
+        f"{float(planned.get('percent_projected', 0)):.1f}% projected; you approve {chosen}:"
+    )
+    plain(str(planned.get("batch", "")))
+    if not yes and not typer.confirm(
+        f"Write {chosen} of batch {current} to DataHub as {reviewer}?"
+    ):
         raise typer.Exit(1)
     done = guarded(
         lambda: runs.approve_batch(
-            settings, digest, ["all"] if all_ else list(ids or []), reviewer, reject, reason
+            settings, current, ["all"] if all_ else list(ids or []), reviewer, reject, reason
         )
     )
     if done.result:  # the policy wrote nothing, and says why
-        out.print(f"batch {digest}: {done.result}")
+        out.print(f"batch {current}: {done.result}")
         return
     out.print(
-        f"batch {digest}: {done.written} writes, {done.failed} failed "
+        f"batch {current}: {done.written} writes, {done.failed} failed "
         f"(policy {done.policy}); projected {done.projected_percent}%"
     )
     if done.failed:

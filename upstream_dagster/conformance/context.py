@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, NamedTuple, overload
 
-from upstream_dagster.spec.urns import display
+from upstream_dagster.spec.urns import display, platform_of, short
 
 
 class Column(NamedTuple):
@@ -126,10 +126,20 @@ class AssetFacts:
     upstreams: tuple[str, ...] = ()
     downstreams: tuple[str, ...] = ()
     properties: tuple[tuple[str, str], ...] = ()
+    owner_types: tuple[tuple[str, str], ...] = ()  # (owner, how it owns: DATAOWNER, ...)
+    display_name: str = ""  # the name DataHub shows (datasetProperties.name, a title)
 
     @property
     def short_name(self) -> str:
         return self.name.rsplit(".", 1)[-1]
+
+    @property
+    def label(self) -> str:
+        """What a reviewer recognises: DataHub's display name and the platform, so a dbt
+        model and its warehouse table never read as duplicates."""
+        name = self.display_name or self.short_name or short(self.urn).rsplit(".", 1)[-1]
+        platform = self.platform or platform_of(self.urn)
+        return f"{name} ({platform})" if platform else name
 
 
 @dataclass(frozen=True)
@@ -166,6 +176,11 @@ class MetadataContext:
     def display(self, urn: str) -> str:
         """What a person calls ``urn``: DataHub's display name, else the URN's readable tail."""
         return display(urn, self.name_of)
+
+    def label(self, urn: str) -> str:
+        """An asset as a reviewer recognises it: display name and platform."""
+        asset = self.by_urn.get(urn)
+        return asset.label if asset is not None else display(urn, self.name_of)
 
     @cached_property
     def primary_of(self) -> Mapping[str, str]:

@@ -8,7 +8,7 @@ worse than a gap. Proposals whose simulated benefit is nothing are dropped, not 
 from __future__ import annotations
 
 from collections import Counter, deque
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
 
 from upstream_dagster.conformance import match
@@ -22,7 +22,7 @@ from upstream_dagster.conformance.proposals import (
     batch_digest,
     proposal_id,
 )
-from upstream_dagster.conformance.requirements import CheckResult
+from upstream_dagster.conformance.requirements import CheckResult, ran
 from upstream_dagster.conformance.risk import rank_violations
 from upstream_dagster.conformance.score import Dial, score
 from upstream_dagster.spec.models import EstateSpec
@@ -64,25 +64,66 @@ def _walk(ctx: MetadataContext, start: str, direction: str) -> Iterator[AssetFac
                 yield ctx.by_urn[nxt]
 
 
+Found = tuple[Change, tuple[str, ...]]
+
+
+def neighbours(ctx: MetadataContext, a: AssetFacts) -> list[AssetFacts]:
+    """The assets a steward looks at first: direct upstreams, siblings (the other assets built
+    from the same parents) and direct downstreams, datasets only, each once."""
+    seen: dict[str, None] = {}
+    for up in a.upstreams:
+        seen[up] = None
+    for up in a.upstreams:
+        for sib in ctx.by_urn[up].downstreams if up in ctx.by_urn else ():
+            seen[sib] = None
+    for down in a.downstreams:
+        seen[down] = None
+    seen.pop(a.urn, None)
+    return [
+        ctx.by_urn[u] for u in seen if u in ctx.by_urn and ctx.by_urn[u].entity_type == "dataset"
+    ]
+
+
+def _owner_vote(ctx: MetadataContext, around: list[AssetFacts], where: str) -> Found | str | None:
+    """The owner most of ``around`` share, with how they own and the alternatives; a tie at the
+    top is no proposal (a person decides), said with the candidates."""
+    votes: Counter[str] = Counter(o for x in around for o in x.owners)
+    if not votes:
+        return None
+    ranked = sorted(votes.items(), key=lambda kv: (-kv[1], kv[0]))
+    owner, n = ranked[0]
+    if len(ranked) > 1 and ranked[1][1] == n:
+        tied = [ctx.display(o) for o, k in ranked if k == n]
+        return f"{where} are split between {', '.join(tied)} ({n} each): a person must choose"
+    kinds = Counter(t for x in around for o, t in x.owner_types if o == owner)
+    how = f" as {'/'.join(sorted(kinds))}" if kinds else ""
+    owned = sum(1 for x in around if x.owners)
+    others = ", ".join(f"{ctx.display(o)} ({k})" for o, k in ranked[1:4])
+    evidence = f"{where}: {ctx.display(owner)} owns {n} of {owned} owned{how}"
+    return Change("add_owner", (owner,)), (
+        evidence + (f"; alternatives: {others}" if others else "; no other owner among them"),
+    )
+
+
 def infer_owner(
     ctx: MetadataContext, a: AssetFacts, authors: Mapping[str, str] | None = None
-) -> tuple[Change, tuple[str, ...]] | None:
-    for up in _walk(ctx, a.urn, "upstreams"):
-        if up.owners:
-            return Change("add_owner", (up.owners[0],)), (
-                f"lineage: {ctx.display(up.owners[0])} owns {short(up.urn)}, upstream producer",
+) -> Found | str | None:
+    """By vote: the neighbours (upstreams, siblings, downstreams), else the nearest owned layer
+    of upstream lineage, else the asset's domain, else the person with most commits to its
+    dbt model. A tie is no proposal."""
+    found = _owner_vote(ctx, neighbours(ctx, a), "neighbours")
+    if found is not None:
+        return found
+    for layer in _layers(ctx, a.urn, "upstreams"):
+        if any(x.owners for x in layer):
+            return _owner_vote(
+                ctx, layer, f"lineage ({len(layer)} upstreams at the nearest owned hop)"
             )
     for domain in a.domains:
-        owners = Counter(o for x in ctx.datasets() if domain in x.domains for o in x.owners)
-        if owners:
-            (owner, n), total = (
-                min(owners.items(), key=lambda kv: (-kv[1], kv[0])),
-                sum(owners.values()),
-            )
-            return Change("add_owner", (owner,)), (
-                f"domain: {ctx.display(owner)} owns {n} of {total} owned assets in "
-                f"{ctx.display(domain)}",
-            )
+        in_domain = [x for x in ctx.datasets() if domain in x.domains and x.urn != a.urn]
+        found = _owner_vote(ctx, in_domain, f"domain {ctx.display(domain)}")
+        if found is not None:
+            return found
     path = dict(a.properties).get("dbt_file_path", "")
     author = (authors or {}).get(path)
     if author:
@@ -92,21 +133,41 @@ def infer_owner(
     return None
 
 
-def infer_description(a: AssetFacts) -> tuple[Change, tuple[str, ...]] | None:
+def _layers(ctx: MetadataContext, start: str, direction: str) -> Iterator[list[AssetFacts]]:
+    """Lineage one hop at a time: the assets at distance 1, then 2, ... (the start excluded)."""
+    seen, layer = {start}, [start]
+    while layer:
+        nxt = []
+        for urn in layer:
+            for u in getattr(ctx.by_urn[urn], direction):
+                if u not in seen and u in ctx.by_urn:
+                    seen.add(u)
+                    nxt.append(u)
+        if nxt:
+            yield [ctx.by_urn[u] for u in nxt]
+        layer = nxt
+
+
+def infer_description(
+    a: AssetFacts, label: Callable[[str], str] = short
+) -> tuple[Change, tuple[str, ...]] | None:
+    """A factual description from the schema and lineage, naming assets as DataHub shows
+    them (``label``: the display name and platform of a URN)."""
     if not a.columns and not a.upstreams:
         return None
     cols = [c.path for c in a.columns]
+    name = a.display_name or a.short_name
     parts = [
-        f"{a.short_name}: {len(cols)} columns ({', '.join(cols[:6])}"
+        f"{name}: {len(cols)} columns ({', '.join(cols[:6])}"
         + (", ..." if len(cols) > 6 else "")
         + ")."
         if cols
-        else f"{a.short_name}."
+        else f"{name}."
     ]
     if a.upstreams:
         parts.append(
             "Built from "
-            + ", ".join(short(u) for u in a.upstreams[:4])
+            + ", ".join(label(u) for u in a.upstreams[:4])
             + (" and others." if len(a.upstreams) > 4 else ".")
         )
     evidence = tuple(
@@ -149,12 +210,23 @@ def infer_term(ctx: MetadataContext, a: AssetFacts) -> tuple[Change, tuple[str, 
     return None
 
 
-def infer_domain(ctx: MetadataContext, a: AssetFacts) -> tuple[Change, tuple[str, ...]] | None:
-    for up in _walk(ctx, a.urn, "upstreams"):
-        if len(up.domains) == 1:
-            return Change("set_domain", up.domains), (
-                f"lineage: upstream {short(up.urn)} is in {ctx.display(up.domains[0])}",
-            )
+def infer_domain(ctx: MetadataContext, a: AssetFacts) -> Found | str | None:
+    """The domain of the nearest upstreams that have one, when they agree on exactly one.
+    Parents that disagree (or one parent in two domains) is no proposal: it says so, and a
+    farther ancestor never overrules the nearer ones."""
+    for layer in _layers(ctx, a.urn, "upstreams"):
+        placed = [x for x in layer if x.domains]
+        if not placed:
+            continue
+        found = sorted({d for x in placed for d in x.domains})
+        if len(found) != 1:
+            names = ", ".join(ctx.display(d) for d in found)
+            return f"its nearest upstreams with a domain disagree ({names}): a person must choose"
+        ups = ", ".join(x.label for x in placed[:3])
+        return Change("set_domain", (found[0],)), (
+            f"lineage: upstream {ups} {'is' if len(placed) == 1 else 'are'} in "
+            f"{ctx.display(found[0])}",
+        )
     return None
 
 
@@ -176,18 +248,23 @@ def infer_assertions(
 
 
 def _infer(
-    ctx: MetadataContext, spec: EstateSpec, r: CheckResult, authors: Mapping[str, str] | None
+    ctx: MetadataContext,
+    spec: EstateSpec,
+    r: CheckResult,
+    authors: Mapping[str, str] | None,
+    runnable: frozenset[str] | None = None,
 ) -> tuple[Change, tuple[str, ...]] | str:
     a = ctx.by_urn[r.asset]
     req = next(t for t in spec.tiers if t.name == r.tier).requirements
-    found: tuple[Change, tuple[str, ...]] | None = None
+    found: Found | str | None = None
     if r.requirement == "require_owner":
         found = infer_owner(ctx, a, authors)
         reason = (
-            "no owner upstream, none in its domain, no git history: nobody in the graph to name"
+            "no owned neighbour or upstream, none in its domain, no git history: nobody in the "
+            "graph to name"
         )
     elif r.requirement == "require_description":
-        found = infer_description(a)
+        found = infer_description(a, ctx.label)
         reason = "no columns and no upstreams to describe it from"
     elif r.requirement == "require_glossary_term":
         found = infer_term(ctx, a)
@@ -196,8 +273,15 @@ def _infer(
         found = infer_domain(ctx, a)
         reason = "no upstream with a single domain"
     elif r.requirement == "min_assertions":
-        found = infer_assertions(a, req.min_assertions - len(a.assertions), req.freshness_sla_hours)
-        reason = "not enough deterministic assertion templates apply to this schema"
+        running = sum(1 for x in a.assertions if ran(x, req, ctx.as_of_ms))
+        if runnable is not None and a.urn not in runnable:
+            reason = (
+                "no warehouse Upstream can reach holds this relation, so nothing would run a "
+                "proposed assertion: a definition nothing evaluates is not coverage"
+            )
+        else:
+            found = infer_assertions(a, req.min_assertions - running, req.freshness_sla_hours)
+            reason = "not enough deterministic assertion templates apply to this schema"
     else:
         reason = NO_SOURCE.get(r.requirement, "no source in the graph")
     return found if found is not None else reason
@@ -236,15 +320,18 @@ def plan(
     now_ms: int,
     rejected: frozenset[str] = frozenset(),
     authors: Mapping[str, str] | None = None,
+    runnable: frozenset[str] | None = None,
 ) -> Plan:
-    """``authors`` maps a dbt model file, as DataHub records it, to its main git author."""
+    """``authors`` maps a dbt model file, as DataHub records it, to its main git author;
+    ``runnable`` holds the datasets a proposed assertion can run on (their relation is in
+    the warehouse). None: the caller does not say, and every dataset is taken as runnable."""
     base = score(ctx, spec, match.resolve(ctx, spec), now_ms)
     top = spec.critical_tiers
     candidates: list[Proposal] = []
     unfixable: list[Unfixable] = []
     for v in rank_violations(ctx, spec, base.results, now_ms):
         r = v.check
-        found = _infer(ctx, spec, r, authors)
+        found = _infer(ctx, spec, r, authors, runnable)
         if isinstance(found, str):
             unfixable.append(Unfixable(r.asset, r.tier, r.requirement, found))
             continue
@@ -276,5 +363,6 @@ def plan(
     digest = batch_digest(batch, base.overall.percent)
     deferred = len(priced) - len(batch)
     mentioned = {v for p in batch for v in p.change.values if v in ctx.name_of}
-    names = tuple(sorted((v, ctx.name_of[v]) for v in mentioned))
+    labels = {p.asset: ctx.label(p.asset) for p in batch}
+    names = tuple(sorted({**{v: ctx.name_of[v] for v in mentioned}, **labels}.items()))
     return Plan(digest, base, projected, batch, tuple(unfixable), dropped, deferred, names)

@@ -84,7 +84,9 @@ def assertion_urn(asset: str, template: str) -> str:
     )
 
 
-def apply_change(asset: AssetFacts, change: Change) -> AssetFacts:
+def apply_change(asset: AssetFacts, change: Change, at_ms: int | None = None) -> AssetFacts:
+    """The asset as it reads once ``change`` is written at ``at_ms``. A proposed assertion is
+    evaluated once when it is written (and on every build after), so it reads as run then."""
     if change.kind == "add_owner":
         return replace(asset, owners=tuple(sorted({*asset.owners, *change.values})))
     if change.kind == "set_description":
@@ -103,7 +105,13 @@ def apply_change(asset: AssetFacts, change: Change) -> AssetFacts:
         return asset  # institutional memory and column tags are not scored requirements
     if change.kind == "add_assertions":
         new = tuple(
-            AssertionFact(assertion_urn(asset.urn, t), f"upstream:{t}") for t in change.values
+            AssertionFact(
+                assertion_urn(asset.urn, t),
+                f"upstream:{t}",
+                last_result=None if at_ms is None else "SUCCESS",
+                last_run_ms=at_ms,
+            )
+            for t in change.values
         )
         known = {a.urn for a in asset.assertions}
         return replace(
@@ -116,7 +124,7 @@ def apply_all(ctx: MetadataContext, proposals: tuple[Proposal, ...]) -> Metadata
     """A what-if copy of the context with every proposal applied."""
     changed = dict(ctx.by_urn)
     for p in proposals:
-        changed[p.asset] = apply_change(changed[p.asset], p.change)
+        changed[p.asset] = apply_change(changed[p.asset], p.change, ctx.as_of_ms)
     return replace(ctx, assets=tuple(changed[a.urn] for a in ctx.assets))
 
 

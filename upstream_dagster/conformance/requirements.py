@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
-from upstream_dagster.conformance.context import AssetFacts
+from upstream_dagster.conformance.context import AssertionFact, AssetFacts
 from upstream_dagster.spec.models import Requirements
 from upstream_dagster.spec.urns import short, to_urns
 
@@ -72,12 +72,26 @@ def require_tags(a: AssetFacts, r: Requirements, now: int) -> tuple[Status, str,
     return "pass", f"has tags {_names(to_urns('tags', r.require_tags))}", a.tags
 
 
+def ran(x: AssertionFact, r: Requirements, now: int) -> bool:
+    """An assertion counts only if it runs: a result (pass or fail; ERROR is a run that could
+    not look) within the tier's freshness window, or ever when the tier sets none. A definition
+    nothing evaluates is coverage on paper."""
+    if x.last_run_ms is None or x.last_result not in ("SUCCESS", "FAILURE"):
+        return False
+    window = r.freshness_sla_hours
+    return window is None or now - x.last_run_ms <= window * HOUR_MS
+
+
 def min_assertions(a: AssetFacts, r: Requirements, now: int) -> tuple[Status, str, tuple[str, ...]]:
-    n = len(a.assertions)
-    evidence = tuple(x.urn for x in a.assertions)
+    running = tuple(x for x in a.assertions if ran(x, r, now))
+    evidence = tuple(x.urn for x in running)
+    window = f" within {r.freshness_sla_hours:g}h" if r.freshness_sla_hours else ""
+    idle = len(a.assertions) - len(running)
+    note = f"; {idle} defined but not run{window}" if idle else ""
+    n = len(running)
     if n >= r.min_assertions:
-        return "pass", f"{n} assertions (needs {r.min_assertions})", evidence
-    return "fail", f"{n} assertions, needs {r.min_assertions}", evidence
+        return "pass", f"{n} assertions ran{window} (needs {r.min_assertions}){note}", evidence
+    return "fail", f"{n} assertions ran{window}, needs {r.min_assertions}{note}", evidence
 
 
 def freshness_sla_hours(

@@ -38,6 +38,8 @@ class Dial:
     results: tuple[CheckResult, ...]
     unmatched: tuple[str, ...]
     selector_hits: tuple[SelectorHit, ...] = ()
+    # Assertion definitions on scored assets that never ran: none of them counts
+    never_ran: int = 0
 
     def failures(self) -> tuple[CheckResult, ...]:
         return tuple(r for r in self.results if r.status != "pass")
@@ -61,6 +63,10 @@ def score(ctx: MetadataContext, spec: EstateSpec, scope: Scope, now_ms: int) -> 
         if asset is not None:
             results.extend(evaluate(asset, tier, tiers[tier].requirements, now_ms))
     results.sort(key=lambda r: (r.tier, r.asset, r.requirement))
+    scored = {r.asset for r in results}
+    never_ran = sum(
+        1 for a in ctx.assets if a.urn in scored for x in a.assertions if x.last_run_ms is None
+    )
     by_tier: dict[str, list[CheckResult]] = defaultdict(list)
     by_req: dict[str, list[CheckResult]] = defaultdict(list)
     for r in results:
@@ -77,6 +83,7 @@ def score(ctx: MetadataContext, spec: EstateSpec, scope: Scope, now_ms: int) -> 
         results=tuple(results),
         unmatched=scope.unmatched,
         selector_hits=scope.selector_hits,
+        never_ran=never_ran,
     )
 
 
@@ -105,6 +112,12 @@ def warnings(dial: Dial) -> list[str]:
             + (f" ({seen} datasets seen, none selected)." if seen else " (DataHub holds none).")
             + " Fix: point the tiers' selectors (names, platforms, tags, domains, terms, owners)"
             " at this estate's datasets."
+        )
+    if dial.never_ran:
+        out.append(
+            f"{dial.never_ran} assertion definition(s) on scored assets never ran: a definition "
+            "nothing evaluates does not count toward min_assertions. Fix: run it (dbt test, a "
+            "monitor, Upstream's build checks) or remove it."
         )
     if empty:
         out.append(

@@ -49,6 +49,14 @@ def referenced(aspects: dict[str, Json], key: str) -> list[str]:
     return [t["tag"] for t in (aspects.get("globalTags") or {}).get("tags", [])]
 
 
+def owner_type(owner: Json) -> str:
+    """How an owner owns: the custom ownership type's name when set, else the built-in type."""
+    custom = str(owner.get("typeUrn") or "")
+    if custom:
+        return custom.rsplit(":", 1)[-1].removeprefix("__system__").strip("_") or custom
+    return str(owner.get("type") or "NONE")
+
+
 def _primaries(raw: Raw) -> dict[str, str]:
     """Secondary twin -> primary (the dbt entity), from the siblings aspects."""
     out: dict[str, str] = {}
@@ -98,6 +106,13 @@ def _facts_of(urn: str, a: Json) -> dict[str, Any]:
         "columns": _columns(a),
         "updated": updated,
         "title": str(info.get("title") or ""),
+        "display": str(props.get("name") or info.get("title") or ""),
+        "owner_types": tuple(
+            sorted(
+                (str(o["owner"]), owner_type(o))
+                for o in (a.get("ownership") or {}).get("owners", [])
+            )
+        ),
         "properties": tuple(
             sorted((str(k), str(v)) for k, v in (props.get("customProperties") or {}).items())
         ),
@@ -159,6 +174,9 @@ def assemble(
                 or next((f["description"] for f in facts if f["description"]), ""),
                 columns=columns,
                 owners=_union(f["owners"] for f in facts),
+                owner_types=tuple(sorted({t for f in facts for t in f["owner_types"]})),
+                display_name=main["display"]
+                or next((f["display"] for f in facts if f["display"]), ""),
                 domains=_union(f["domains"] for f in facts),
                 tags=_union(f["tags"] for f in facts),
                 terms=_union(f["terms"] for f in facts),

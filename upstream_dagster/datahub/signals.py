@@ -8,6 +8,7 @@ definition: DataHub OSS rejects column-level assertion run events.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from upstream_dagster.conformance.proposals import Change
@@ -149,6 +150,23 @@ def forget_memory(graph: MetadataGraph, properties: tuple[str, ...]) -> list[Wri
         for prop in sorted({str(p.get("propertyUrn")) for p in props} & wanted):
             written += changes.apply(graph, urn, Change("set_structured_property", (prop,)))
     return written
+
+
+def template_assertions(
+    graph: MetadataGraph, only: Sequence[str] | None = None
+) -> list[tuple[str, str, str]]:
+    """(assertion, dataset, template) of every assertion a coverage proposal wrote (or of
+    ``only`` those URNs): the checks Upstream runs on every build."""
+    urns = list(only) if only is not None else graph.search(SearchQuery(entity_type="assertion"))
+    urns = [u for u in urns if u.startswith("urn:li:assertion:upstream-")]
+    out = []
+    for urn, found in sorted(graph.get_aspects(urns, ["assertionInfo"]).items()):
+        info = found.get("assertionInfo") or {}
+        template = assertion_properties(info).get("upstream_template")
+        entity = (info.get("customAssertion") or {}).get("entity")
+        if entity and template:
+            out.append((urn, str(entity), str(template)))
+    return out
 
 
 def guard_assertions(graph: MetadataGraph) -> list[tuple[str, str, str, str]]:

@@ -14,7 +14,7 @@ from pydantic import Field
 
 from upstream_dagster import gate
 from upstream_dagster.conformance.context import MetadataContext
-from upstream_dagster.conformance.plan import Plan, plan
+from upstream_dagster.conformance.plan import Plan
 from upstream_dagster.defs import journal
 from upstream_dagster.defs.presentation import plan_metadata, receipts_table
 from upstream_dagster.defs.resources import (
@@ -23,6 +23,7 @@ from upstream_dagster.defs.resources import (
     WRITEBACK_TAGS,
     DataHubResource,
     UpstreamResource,
+    WarehouseResource,
 )
 from upstream_dagster.errors import UpstreamError
 from upstream_dagster.services import coverage
@@ -47,9 +48,14 @@ class ResetConfig(dg.Config):
     confirm: bool = Field(description="Must be true: reset rewrites DataHub.")
 
 
-def _context(upstream: UpstreamResource) -> tuple[frozenset[str], dict[str, str]]:
-    """What planning reads besides DataHub: rejected ids and the dbt model files' authors."""
-    return claims.rejected(upstream.state), coverage.git_authors(upstream.settings().dbt_source_dir)
+def _context(upstream: UpstreamResource, warehouse: WarehouseResource) -> coverage.PlanInputs:
+    """What planning reads besides DataHub: rejected ids, the dbt model files' authors, and
+    the warehouse a proposed assertion would run in."""
+    return coverage.PlanInputs(
+        claims.rejected(upstream.state),
+        coverage.git_authors(upstream.settings().dbt_source_dir),
+        warehouse.get(),
+    )
 
 
 @dg.asset(
@@ -62,10 +68,12 @@ def _context(upstream: UpstreamResource) -> tuple[frozenset[str], dict[str, str]
     ),
 )
 def proposals(
-    estate_spec: EstateSpec, metadata_context: MetadataContext, upstream: UpstreamResource
+    estate_spec: EstateSpec,
+    metadata_context: MetadataContext,
+    upstream: UpstreamResource,
+    warehouse: WarehouseResource,
 ) -> dg.Output[Plan]:
-    rejected, authors = _context(upstream)
-    batch = plan(metadata_context, estate_spec, metadata_context.as_of_ms, rejected, authors)
+    batch = coverage.replan(metadata_context, estate_spec, _context(upstream, warehouse))
     batch, narration = coverage.narrate(batch, estate_spec)
     narrated: dict[str, Any] = (
         {
@@ -112,7 +120,10 @@ def approval_queue(
     ),
 )
 def batch_is_priced_and_current(
-    proposals: Plan, upstream: UpstreamResource, datahub: DataHubResource
+    proposals: Plan,
+    upstream: UpstreamResource,
+    datahub: DataHubResource,
+    warehouse: WarehouseResource,
 ) -> dg.AssetCheckResult:
     unpriced = [p.id for p in proposals.proposals if p.price is None]
     written_by = claims.claimed_by(upstream.state, proposals.digest)
@@ -124,7 +135,7 @@ def batch_is_priced_and_current(
         )
     with datahub.graph() as graph:
         _, now = coverage.current_plan(
-            graph, upstream.spec(), proposals.base.as_of_ms, *_context(upstream)
+            graph, upstream.spec(), proposals.base.as_of_ms, _context(upstream, warehouse)
         )
     current = now.digest == proposals.digest
     return dg.AssetCheckResult(
@@ -154,6 +165,7 @@ def coverage_writeback(
     proposals: Plan,
     datahub: DataHubResource,
     upstream: UpstreamResource,
+    warehouse: WarehouseResource,
 ) -> dg.MaterializeResult[Any]:
     spec = upstream.spec()
     policy = spec.policies
@@ -163,7 +175,8 @@ def coverage_writeback(
     except UpstreamError as exc:
         raise dg.Failure(f"{exc.problem}; {exc.fix}") from None
     with datahub.graph() as graph:
-        ctx, now = coverage.current_plan(graph, spec, proposals.base.as_of_ms, *_context(upstream))
+        inputs = _context(upstream, warehouse)
+        ctx, now = coverage.current_plan(graph, spec, proposals.base.as_of_ms, inputs)
         request = gate.Request(config.batch_digest, config.reviewer, automatic)
         decision = gate.decide(policy, request, coverage.subject(proposals, now.digest, chosen))
         if decision.verdict == "refuse":
@@ -188,7 +201,12 @@ def coverage_writeback(
         chosen = tuple(p for p in chosen if p.id in decision.allowed)
         projected = coverage.projected_percent(spec, ctx, proposals, chosen)
         claims.claim(upstream.state, proposals.digest, context.run_id, config.reviewer)
-        done = coverage.write_batch(graph, chosen)
+        done = None
+        try:
+            done = coverage.write_batch(graph, chosen, inputs.warehouse, context.run_id)
+        finally:
+            if done is None or not done.pre_images:  # nothing landed: nothing to hold it for
+                claims.release(upstream.state, proposals.digest, "the write-back wrote nothing")
     entry = {
         "batch_digest": proposals.digest,
         "reviewer": config.reviewer,
@@ -271,7 +289,10 @@ def measured_equals_projected(context: dg.AssetCheckExecutionContext) -> dg.Asse
     ),
 )
 def coverage_reset(
-    context: dg.AssetExecutionContext, config: ResetConfig, datahub: DataHubResource
+    context: dg.AssetExecutionContext,
+    config: ResetConfig,
+    datahub: DataHubResource,
+    upstream: UpstreamResource,
 ) -> dg.MaterializeResult[Any]:
     if not config.confirm:
         raise dg.Failure("reset rewrites DataHub: launch it with confirm: true")
@@ -280,6 +301,8 @@ def coverage_reset(
     ]
     with datahub.graph() as graph:
         restored = coverage.restore_all(graph, [(e.digest, e.pre_images) for e in chosen])
+    for digest in {e.digest for e in chosen}:  # undone: the batch may be approved again
+        claims.release(upstream.state, digest, f"undone by reset run {context.run_id}")
     rows = [
         f"| {r.batch} | {short(r.receipt.urn)} | {r.receipt.aspect} | {r.receipt.detail} |"
         for r in restored

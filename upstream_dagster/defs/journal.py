@@ -96,20 +96,22 @@ def entries(
 
 def undoable(instance: dg.DagsterInstance) -> list[Entry]:
     """Everything Upstream wrote and has not undone yet: coverage batches and incident
-    write-backs, newest first."""
-    done = reset_digests(instance)  # a batch is written once, so undone once
+    write-backs, newest first. A write undone by a reset is done with; the same batch approved
+    again after that reset is a new write, undoable again."""
+    resets = reset_orders(instance)
     found = entries(instance, WRITEBACK) + entries(instance, RESOLUTION)
-    found = [e for e in found if e.digest not in done]
+    found = [e for e in found if resets.get(e.digest, -1) < e.order]
     return sorted(found, key=lambda e: e.order, reverse=True)
 
 
-def reset_digests(instance: dg.DagsterInstance) -> set[str]:
-    """Batches an earlier reset already restored."""
-    out: set[str] = set()
+def reset_orders(instance: dg.DagsterInstance) -> dict[str, int]:
+    """Each batch an earlier reset restored -> the event log position of its latest reset."""
+    out: dict[str, int] = {}
     for record in instance.fetch_materializations(RESET, limit=1000).records:
         event = record.asset_materialization
         if event is not None and "batches" in event.metadata:
-            out.update(json.loads(str(event.metadata["batches"].value)))
+            for digest in json.loads(str(event.metadata["batches"].value)):
+                out[digest] = max(out.get(digest, -1), record.storage_id)
     return out
 
 

@@ -31,7 +31,7 @@ def proposals_table(batch: Plan) -> str:
         values = p.effective_change().values
         value = ", ".join(batch.display(v) for v in values)
         rows.append(
-            f"| {p.id} | {short(p.asset)} | {p.requirement} | {p.change.kind}: "
+            f"| {p.id} | {batch.display(p.asset)} | {p.requirement} | {p.change.kind}: "
             f"{value[:90]} | {'; '.join(p.evidence)} | {p.risk:.3f} | {price} |"
         )
     return "\n".join(rows)
@@ -60,7 +60,8 @@ def plan_metadata(result: Plan) -> dict[str, Any]:
         ),
         "stays_a_violation": dg.MetadataValue.md("\n".join(unfixable)),
         "approve_with": dg.MetadataValue.md(
-            f"`upstream approve --all --reviewer NAME` or launch the `coverage_writeback_job` job "
+            f"`upstream approve --all --digest {result.digest} --reviewer NAME` or launch the "
+            "`coverage_writeback_job` job "
             f"with config `batch_digest: {result.digest}`, `approve: [all]`, `reviewer: NAME`"
         ),
     }

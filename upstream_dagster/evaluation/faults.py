@@ -14,6 +14,7 @@ from upstream_dagster.evaluation.scenario import Fault
 from upstream_dagster.reliability.sqlguard import guard
 from upstream_dagster.warehouse.duckdb_warehouse import (
     Columns,
+    bounded,
     connect,
     date_column,
     quote,
@@ -144,7 +145,7 @@ def apply_faults(path: Path, faults: list[Fault], now: datetime) -> list[str]:
                         + ", ".join(sorted(tables)[:8]),
                     )
                 for sql in fault_sql(fault, cols, now):
-                    con.execute(sql)
+                    bounded(con, sql)
                     done.append(sql)
             con.execute("COMMIT")
         except BaseException:

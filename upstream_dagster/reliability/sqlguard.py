@@ -21,6 +21,19 @@ with warnings.catch_warnings():
 
 MAX_ROWS = 200
 _PLAIN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_WRITES = (
+    exp.Insert,
+    exp.Update,
+    exp.Delete,
+    exp.Merge,
+    exp.Create,
+    exp.Drop,
+    exp.Alter,
+    exp.Copy,
+    exp.Command,
+    exp.Pragma,
+    exp.Set,
+)
 _HOST_FUNCTIONS = {"getenv", "current_setting", "query", "query_table", "sql_auto_complete"}
 
 
@@ -59,8 +72,9 @@ def guard(sql: str, allowed: set[str], max_rows: int = MAX_ROWS) -> Guarded:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             statements = [s for s in sqlglot.parse(sql, read="duckdb") if s is not None]
-    except sqlglot.errors.ParseError as exc:
-        return _refuse(f"not parseable as DuckDB SQL: {str(exc).splitlines()[0]}")
+    except sqlglot.errors.SqlglotError as exc:  # a parse error, an unclosed quote or comment
+        first = (str(exc).splitlines() or ["unreadable"])[0]
+        return _refuse(f"not parseable as DuckDB SQL: {first}")
     finally:
         quiet.level = level
     if len(statements) != 1:
@@ -68,6 +82,11 @@ def guard(sql: str, allowed: set[str], max_rows: int = MAX_ROWS) -> Guarded:
     (tree,) = statements
     if not isinstance(tree, exp.Select | exp.Union):
         return _refuse(f"{type(tree).__name__.upper()} statement refused: only a SELECT may run")
+    for node in tree.walk():
+        if isinstance(node, _WRITES):  # a write hidden in a CTE or a subquery
+            return _refuse(
+                f"{type(node).__name__.upper()} inside the SELECT refused: only reads may run"
+            )
     ctes = {c.alias_or_name.lower() for c in tree.find_all(exp.CTE)}
     for table in tree.find_all(exp.Table):
         name = _table_name(table)

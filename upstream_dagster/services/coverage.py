@@ -6,13 +6,14 @@ The gate itself is `upstream_dagster.gate.decide`; the batch claim is `state.cla
 
 from __future__ import annotations
 
+import re
 import subprocess
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from upstream_dagster import gate
+from upstream_dagster import clock, gate
 from upstream_dagster.conformance.context import MetadataContext
 from upstream_dagster.conformance.plan import Plan, plan, simulate
 from upstream_dagster.conformance.proposals import Proposal
@@ -22,9 +23,11 @@ from upstream_dagster.datahub.protocol import MetadataGraph
 from upstream_dagster.datahub.readpath import read_context
 from upstream_dagster.errors import UpstreamError
 from upstream_dagster.narrator import Narrator
+from upstream_dagster.services import observe
 from upstream_dagster.services.scoring import dial_of
 from upstream_dagster.spec.models import EstateSpec
 from upstream_dagster.spec.urns import short
+from upstream_dagster.warehouse.duckdb_warehouse import Warehouse
 
 
 def git_authors(source: Path) -> dict[str, str]:
@@ -53,7 +56,24 @@ def git_authors(source: Path) -> dict[str, str]:
         elif line.endswith(".sql") and author:
             path = line.removeprefix(f"{prefix}/") if prefix != "." else line
             counts.setdefault(path, Counter())[author] += 1
-    return {path: min(c, key=lambda a: (-c[a], a)) for path, c in counts.items()}
+    people = {
+        path: Counter({a: n for a, n in c.items() if is_person(a)}) for path, c in counts.items()
+    }
+    return {path: min(c, key=lambda a: (-c[a], a)) for path, c in people.items() if c}
+
+
+# Git identities that are roles, teams or machines, not a person who can own a dataset.
+_NOT_PEOPLE = re.compile(
+    r"(^|[-_.])(bot|bots|ci|cd|noreply|no-reply|build|builds|deploy|automation|actions|"
+    r"maintainers?|team|admin|administrator|root|support|info|dev|devs|ops|dataops|"
+    r"dependabot|renovate|github|gitlab|jenkins)([-_.]|$)|\[bot\]$",
+    re.IGNORECASE,
+)
+
+
+def is_person(identity: str) -> bool:
+    """A commit author Upstream may name as an owner: not a role or machine account."""
+    return bool(identity) and not _NOT_PEOPLE.search(identity)
 
 
 @dataclass(frozen=True)
@@ -80,23 +100,32 @@ def narrate(batch: Plan, spec: EstateSpec, client: object = None) -> tuple[Plan,
     return replace(batch, proposals=tuple(proposals)), narration
 
 
-def replan(
-    ctx: MetadataContext, spec: EstateSpec, rejected: frozenset[str], authors: dict[str, str]
-) -> Plan:
-    return plan(ctx, spec, ctx.as_of_ms, rejected, authors)
+@dataclass(frozen=True)
+class PlanInputs:
+    """What planning reads besides DataHub: the ids reviewers rejected, the dbt model files'
+    git authors, and the warehouse a proposed assertion would run in (None: there is none)."""
+
+    rejected: frozenset[str]
+    authors: dict[str, str]
+    warehouse: Warehouse | None
+
+
+def replan(ctx: MetadataContext, spec: EstateSpec, inputs: PlanInputs) -> Plan:
+    urns = [a.urn for a in ctx.assets]
+    runnable = observe.runnable(inputs.warehouse, urns) if inputs.warehouse else frozenset()
+    return plan(ctx, spec, ctx.as_of_ms, inputs.rejected, inputs.authors, runnable)
 
 
 def current_plan(
     graph: MetadataGraph,
     spec: EstateSpec,
     as_of_ms: int,
-    rejected: frozenset[str],
-    authors: dict[str, str],
+    inputs: PlanInputs,
 ) -> tuple[MetadataContext, Plan]:
     """DataHub read afresh, at the batch's own instant (only graph changes matter), and planned
     again: the digest is the same exactly when nothing the batch depends on changed."""
     ctx = read_context(graph, as_of_ms)
-    return ctx, replan(ctx, spec, rejected, authors)
+    return ctx, replan(ctx, spec, inputs)
 
 
 def select(batch: Plan, approve: Sequence[str], reject: Sequence[str]) -> tuple[Proposal, ...]:
@@ -148,9 +177,15 @@ class BatchWrite:
         return len(self.receipts) - len(self.failed)
 
 
-def write_batch(graph: MetadataGraph, chosen: tuple[Proposal, ...]) -> BatchWrite:
+def write_batch(
+    graph: MetadataGraph,
+    chosen: tuple[Proposal, ...],
+    warehouse: Warehouse | None = None,
+    run_id: str = "",
+) -> BatchWrite:
     """Each chosen proposal through its change writer; a failing write is a receipt, not an
-    exception, and everything that landed keeps its pre-image."""
+    exception, and everything that landed keeps its pre-image. Each assertion written is run
+    once at once on the warehouse (and on every build after): coverage that runs."""
     receipts: list[tuple[str, Receipt]] = []
     pre_images: list[PreImage] = []
     for p in chosen:
@@ -158,6 +193,9 @@ def write_batch(graph: MetadataGraph, chosen: tuple[Proposal, ...]) -> BatchWrit
             receipts.append((p.id, receipt))
             if receipt.written:
                 pre_images.append(pre)
+    written = [pre.urn for pre in pre_images if pre.aspect == "assertionInfo"]
+    if written and warehouse is not None:
+        observe.run_template_checks(graph, warehouse, clock.observed_ms(), run_id, written)
     return BatchWrite(tuple(receipts), tuple(pre_images))
 
 

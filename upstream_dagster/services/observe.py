@@ -25,7 +25,14 @@ from upstream_dagster.datahub.signals import (
 )
 from upstream_dagster.reliability.rules import Judgement, Observation, judge
 from upstream_dagster.spec.models import EstateSpec, Monitor, Selector
-from upstream_dagster.spec.urns import dbt_urn, name_matches, relation_of, to_urn
+from upstream_dagster.spec.urns import (
+    dbt_urn,
+    entity_type,
+    name_matches,
+    platform_of,
+    relation_of,
+    to_urn,
+)
 from upstream_dagster.warehouse import duckdb_warehouse as wh
 from upstream_dagster.warehouse.duckdb_warehouse import Columns, Warehouse
 
@@ -173,7 +180,7 @@ def run_monitors(
 class Profiled:
     profiled: int
     missing: tuple[str, ...]  # relations the warehouse does not hold
-    guards: tuple[tuple[str, bool], ...]  # (guard assertion, passed)
+    guards: tuple[tuple[str, bool], ...]  # (guard or proposed assertion, passed)
 
 
 def profile_all(
@@ -198,7 +205,8 @@ def profile_all(
                 prof = wh.profile(con, node.table, cols, at, (day_col, last))
                 report_profile(graph, node.urn, prof)
     guards = run_guards(graph, warehouse, at, run_id)
-    return Profiled(written, tuple(missing), tuple(guards))
+    checks = run_template_checks(graph, warehouse, at, run_id)
+    return Profiled(written, tuple(missing), tuple(guards + checks))
 
 
 def run_guards(
@@ -220,6 +228,90 @@ def run_guards(
             report_run(graph, urn, dataset, ok, {"message": message}, at, run_id)
             out.append((urn, ok))
     return out
+
+
+@dataclass(frozen=True)
+class CheckOutcome:
+    """One evaluation of a check: passed, what it saw, and whether it could look at all."""
+
+    passed: bool
+    message: str
+    evaluable: bool = True
+
+
+def evaluate_template(
+    con: Any, table: str, cols: Columns | None, template: str, now: datetime
+) -> CheckOutcome:
+    """A coverage proposal's assertion, evaluated on the warehouse: ``row_count_above_zero``,
+    ``freshness_within_<N>h`` (the newest value of the relation's date column), and
+    ``not_null:<column>``. What it cannot see is not evaluable, never a pass."""
+    if cols is None:
+        return CheckOutcome(False, f"{table} is not in the warehouse", False)
+    kind, _, column = template.partition(":")
+    if kind == "row_count_above_zero":
+        rows = wh.row_count(con, table)
+        return CheckOutcome(rows > 0, f"{rows} rows")
+    if kind == "not_null":
+        if column.lower() not in {c.lower() for c, _ in cols}:
+            return CheckOutcome(False, f"column {column} missing")
+        share = wh.null_share(con, table, column)
+        return CheckOutcome(share == 0, f"{column} is {share:.0%} NULL")
+    if kind.startswith("freshness_within_") and kind.endswith("h"):
+        try:
+            hours = float(kind.removeprefix("freshness_within_").removesuffix("h"))
+        except ValueError:
+            return CheckOutcome(False, f"unknown check {template!r}", False)
+        day = wh.date_column(cols)
+        if day is None:
+            return CheckOutcome(False, f"{table} has no date or time column to read age", False)
+        latest = wh.newest(con, table, day)
+        if latest is None:
+            return CheckOutcome(False, f"{day} holds no value", False)
+        age = (now - latest).total_seconds() / 3600
+        return CheckOutcome(age <= hours, f"newest {day} {latest:%Y-%m-%d %H:%M}, {age:.1f}h old")
+    return CheckOutcome(False, f"unknown check {template!r}", False)
+
+
+def run_template_checks(
+    graph: MetadataGraph,
+    warehouse: Warehouse,
+    at: int,
+    run_id: str,
+    only: Sequence[str] | None = None,
+) -> list[tuple[str, bool]]:
+    """Evaluate the assertions coverage proposals wrote (or ``only`` those) and report each
+    into DataHub: a proposed assertion is a check that runs on every build, not a definition
+    on paper. Nothing is reported when there is no warehouse."""
+    found = signals.template_assertions(graph, only)
+    if not found or not warehouse.exists():
+        return []
+    out = []
+    with warehouse.connect() as con:
+        tables = wh.relations(con)
+        for urn, dataset, template in found:
+            table = relation_of(dataset)
+            outcome = evaluate_template(con, table, tables.get(table), template, clock.now())
+            native = {"message": outcome.message, "template": template}
+            report_run(
+                graph, urn, dataset, outcome.passed, native, at, run_id, None, outcome.evaluable
+            )
+            out.append((urn, outcome.passed))
+    return out
+
+
+def runnable(warehouse: Warehouse, urns: Sequence[str]) -> frozenset[str]:
+    """The datasets whose relation the warehouse holds (on its own platform, or a dbt model
+    built there): where a proposed assertion can run."""
+    if not warehouse.exists():
+        return frozenset()
+    with warehouse.connect() as con:
+        tables = wh.relations(con)
+    served = {warehouse.dialect, "dbt"}
+    return frozenset(
+        u
+        for u in urns
+        if entity_type(u) == "dataset" and platform_of(u) in served and relation_of(u) in tables
+    )
 
 
 def build_outcomes(

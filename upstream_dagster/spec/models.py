@@ -7,7 +7,7 @@ keep loading. A dataset belongs to the first tier (in file order) whose selector
 from __future__ import annotations
 
 import re
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -98,6 +98,7 @@ class Requirements(Strict):
 
 
 DEFAULT_CRITICALITY = 0.5
+MAX_TIERS = 500  # a tier is a class of assets; more than this is a generated file gone wrong
 
 
 class Tier(Strict):
@@ -146,7 +147,9 @@ class RiskPolicy(Strict):
 class Policies(Strict):
     actuation: Literal["dry-run", "ratify", "auto"] = "dry-run"  # writes nothing by default
     max_proposals_per_run: int = Field(default=25, gt=0)
-    approvers: list[str] = Field(default_factory=list)
+    approvers: list[Annotated[str, Field(min_length=1, pattern=r"\S")]] = Field(
+        default_factory=list
+    )
     max_auto_risk: float = Field(default=0.3, ge=0, le=1)
     reliability: ReliabilityPolicy = Field(default_factory=ReliabilityPolicy)
     risk: RiskPolicy = Field(default_factory=RiskPolicy)
@@ -198,7 +201,7 @@ class Monitor(Strict):
 
 class EstateSpec(Strict):
     version: Literal[1] = 1
-    tiers: list[Tier] = Field(min_length=1)
+    tiers: list[Tier] = Field(min_length=1, max_length=MAX_TIERS)
     policies: Policies = Field(default_factory=Policies)
     monitors: list[Monitor] = Field(default_factory=list)
 

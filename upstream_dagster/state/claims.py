@@ -19,6 +19,9 @@ from upstream_dagster.errors import UpstreamError
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS claims (batch_digest TEXT PRIMARY KEY, run_id TEXT NOT NULL,
                                    reviewer TEXT NOT NULL, claimed_at INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS released (batch_digest TEXT NOT NULL, run_id TEXT NOT NULL,
+                                     reviewer TEXT NOT NULL, released_at INTEGER NOT NULL,
+                                     why TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS rejections (proposal_id TEXT NOT NULL, batch_digest TEXT NOT NULL,
                                        reviewer TEXT NOT NULL, reason TEXT NOT NULL,
                                        PRIMARY KEY (proposal_id));
@@ -72,6 +75,25 @@ def claim(state_dir: Path, digest: str, run_id: str, reviewer: str) -> None:
                 f"batch {digest} was already written by run {other} (approved by {who})",
                 "re-run the score job to plan a new batch; a batch is written at most once",
             ) from None
+
+
+def release(state_dir: Path, digest: str, why: str) -> bool:
+    """Give a batch back: its writes were undone, or its write-back wrote nothing. The batch
+    may then be approved again, deliberately; the claim moves to ``released`` as the record.
+    Returns whether there was a claim to release."""
+    with _db(state_dir) as con:
+        con.execute("BEGIN IMMEDIATE")
+        row = con.execute(
+            "SELECT run_id, reviewer FROM claims WHERE batch_digest = ?", [digest]
+        ).fetchone()
+        if row:
+            con.execute(
+                "INSERT INTO released VALUES (?, ?, ?, ?, ?)",
+                [digest, row[0], row[1], int(time.time()), why],
+            )
+            con.execute("DELETE FROM claims WHERE batch_digest = ?", [digest])
+        con.execute("COMMIT")
+    return row is not None
 
 
 def claimed_by(state_dir: Path, digest: str) -> str | None:

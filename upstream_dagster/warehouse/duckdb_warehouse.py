@@ -8,6 +8,7 @@ engine behind it is configuration.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
@@ -55,6 +56,37 @@ def connect(
         yield con
     finally:
         con.close()
+
+
+# What one query from outside the build (a forensic probe, a fault's WHERE) may take.
+QUERY_SECONDS = 30.0
+QUERY_MEMORY = "1GB"
+
+
+def bounded(
+    con: duckdb.DuckDBPyConnection, sql: str, seconds: float | None = None
+) -> duckdb.DuckDBPyConnection:
+    """Run ``sql`` with a memory cap and a deadline: past it the query is interrupted and an
+    `UpstreamError` names the limit (a runaway join, an endless WITH RECURSIVE, a huge
+    ``repeat`` cannot hold the warehouse or the machine)."""
+    seconds = QUERY_SECONDS if seconds is None else seconds
+    con.execute(f"SET memory_limit = '{QUERY_MEMORY}'")
+    timer = threading.Timer(seconds, con.interrupt)
+    timer.start()
+    try:
+        return con.execute(sql)
+    except duckdb.InterruptException:
+        raise UpstreamError(
+            f"the query ran longer than {seconds:g}s and was stopped: {sql[:120]}",
+            "narrow it (fewer rows, a simpler join); the limit is QUERY_SECONDS",
+        ) from None
+    except duckdb.OutOfMemoryException:
+        raise UpstreamError(
+            f"the query needed more than {QUERY_MEMORY} and was stopped: {sql[:120]}",
+            "narrow it; the limit is QUERY_MEMORY",
+        ) from None
+    finally:
+        timer.cancel()
 
 
 def relations(con: duckdb.DuckDBPyConnection) -> dict[str, Columns]:
@@ -160,6 +192,15 @@ def row_count(con: duckdb.DuckDBPyConnection, table: str) -> int:
     return int((con.execute(f"SELECT count(*) FROM {rel(table)}").fetchone() or (0,))[0])
 
 
+def newest(con: duckdb.DuckDBPyConnection, table: str, column: str) -> datetime | None:
+    """The latest value of a date or time column, as a UTC instant (None when it holds none)."""
+    found = con.execute(f"SELECT max({quote(column)})::TIMESTAMP FROM {rel(table)}").fetchone()
+    value = found[0] if found else None
+    if not isinstance(value, datetime):
+        return None
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
 # -- forensics ----------------------------------------------------------------------------------
 def forensic(
     path: Path, sql: str, allowed: set[str]
@@ -172,7 +213,9 @@ def forensic(
         return None, [], f"no warehouse at {path}: the query was not run"
     with connect(path, read_only=True) as con:
         try:
-            return checked.sql, con.execute(checked.sql).fetchall(), ""
+            return checked.sql, bounded(con, checked.sql).fetchall(), ""
+        except UpstreamError as exc:
+            return checked.sql, [], exc.problem
         except duckdb.Error as exc:
             return checked.sql, [], f"query failed: {str(exc).splitlines()[0]}"
 
