@@ -56,6 +56,14 @@ def test_unreachable_gms_names_the_url_and_the_settings(tmp_path: Path) -> None:
     assert "Traceback" not in done.stderr
 
 
+def test_a_password_inside_the_gms_url_is_never_printed(tmp_path: Path) -> None:
+    url = "http://upstream:s3cret-pw@127.0.0.1:9"
+    done = upstream("summary", env={"UPSTREAM_STATE_DIR": str(tmp_path), "DATAHUB_GMS_URL": url})
+    assert done.returncode == 1
+    assert "s3cret-pw" not in done.stderr + done.stdout
+    assert "http://upstream:***@127.0.0.1:9" in done.stderr  # still says where it tried
+
+
 def test_failing_dbt_build_names_the_model_and_the_fix(estate: Settings) -> None:
     broken = estate.dbt_project_dir / "models" / "marts" / "fct_broken.sql"
     broken.write_text("select no_such_column from {{ ref('stg_orders') }}\n")

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import re
+
 
 class UpstreamError(Exception):
     """A failure a user can act on: ``str(err)`` says what failed and the fix."""
 
     def __init__(self, problem: str, fix: str) -> None:
+        problem, fix = redact(problem), redact(fix)
         self.problem = problem
         self.fix = fix
         super().__init__(f"{problem}\n  fix: {fix}")
@@ -23,3 +26,12 @@ class DataHubUnavailable(UpstreamError):
 
 class BuildFailed(UpstreamError):
     """dbt or DataHub ingestion failed while building the estate."""
+
+
+_USERINFO = re.compile(r"(//[^/\s:@]*):[^@\s/]*@")
+
+
+def redact(text: str) -> str:
+    """Text with any password inside a URL (``//user:secret@host``) replaced by ``***``: a
+    DATAHUB_GMS_URL that carries credentials is never printed, logged or kept in run storage."""
+    return _USERINFO.sub(r"\1:***@", text)

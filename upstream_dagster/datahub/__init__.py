@@ -16,6 +16,7 @@ from upstream_dagster.datahub import _sdk
 from upstream_dagster.datahub.gms import GmsGraph
 from upstream_dagster.datahub.lite import LiteGraph
 from upstream_dagster.datahub.protocol import MetadataGraph
+from upstream_dagster.errors import redact
 from upstream_dagster.settings import Settings
 
 
@@ -34,7 +35,7 @@ class Target:
 
     @property
     def where(self) -> str:
-        return self.gms_url or str(self.lite_file)
+        return redact(self.gms_url) if self.gms_url else str(self.lite_file)
 
     @classmethod
     def of(cls, settings: Settings) -> Target:

@@ -10,13 +10,13 @@ from typing import Any
 from upstream_dagster.datahub import _sdk
 from upstream_dagster.datahub.gms import versions
 from upstream_dagster.datahub.model import GMS, CallCounter, Json
-from upstream_dagster.errors import DataHubUnavailable
+from upstream_dagster.errors import DataHubUnavailable, redact
 
 PAGE = 1000  # results per GraphQL scroll page
 
 
 def first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
+    text = redact(str(exc).strip())
     return text.splitlines()[0][:200] if text else type(exc).__name__
 
 
@@ -54,7 +54,7 @@ class GmsClient:
 
     @property
     def server(self) -> str:
-        return f"DataHub GMS {versions.shown(self.version)} at {self.url}"
+        return f"DataHub GMS {versions.shown(self.version)} at {redact(self.url)}"
 
     def supports(self, feature: str) -> bool:
         return versions.supports(self.version, feature)
