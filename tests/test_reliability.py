@@ -62,6 +62,29 @@ def test_vendor_drift_from_sensor_to_resolved_incident(estate: settings_mod.Sett
         "upstream_renamed_column"
     ) == 0
 
+    # the terminal shows the whole analysis a reviewer approves, not only a key and a number
+    import os
+    import subprocess
+    import sys
+
+    shown = subprocess.run(
+        [sys.executable, "-m", "upstream_dagster.cli", "show", outcome.key],
+        cwd=ROOT,
+        env=dict(os.environ),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert shown.returncode == 0, shown.stderr[-2000:]
+    for part in (
+        "Why Upstream believes it",
+        "Confidence:",
+        "Evidence ledger",
+        "upstream_renamed_column",  # the patch diff
+        f"upstream approve --incident {outcome.key}",
+    ):
+        assert part in shown.stdout, part
+
     waiting = waiting_incidents(instance, estate.state_dir)  # the one approval queue lists it
     assert any(outcome.key in line and v.digest in line for line in waiting), waiting
     with pytest.raises(UpstreamError, match="not an approver"):

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
+from rich.markdown import Markdown
 
 from upstream_dagster import runs
 from upstream_dagster import settings as settings_mod
@@ -44,8 +45,47 @@ def investigate(
             f"{v.reads} DataHub reads, remedy {v.remedy.action}",
             highlight=False,
         )
-        if v.concluded and v.remedy.action not in ("none", "escalate"):
-            plain(f"  approve: upstream approve --incident {key} --reviewer NAME")
+        summary = journal.verdict(runs.dagster_instance(settings), key)
+        if summary is not None:
+            print_rca(summary)
+
+
+def print_rca(summary: journal.VerdictSummary) -> None:
+    """The root-cause analysis as the incident in DataHub holds it: cause, confidence and its
+    arithmetic, the evidence, the patch, and what approving will do."""
+    out.print(Markdown(summary.rca or "(no analysis recorded)"))
+    out.print("")
+    if summary.actionable:
+        plain(
+            f"Approving applies the {summary.remedy}, rebuilds the estate and resolves the "
+            "incident only if the failing check then passes; every write can be undone with "
+            "`upstream reset`."
+        )
+        plain(f"approve: upstream approve --incident {summary.key} --reviewer NAME")
+    else:
+        plain(
+            "Nothing to approve: " + ("no patch applies" if summary.concluded else "it abstained")
+        )
+
+
+@app.command()
+def show(
+    key: Annotated[str, typer.Argument(help="The incident key `investigate` printed.")],
+) -> None:
+    """Print an incident's root-cause analysis: cause, confidence, evidence, patch, approval."""
+    settings = settings_mod.load()
+    summary = journal.verdict(runs.dagster_instance(settings), key)
+    if summary is None:
+        known = [v.key for v in journal.verdicts(runs.dagster_instance(settings))][:5]
+        fail(
+            UpstreamError(
+                f"no investigation of {key!r}",
+                "run `upstream investigate`"
+                + (f"; investigated: {', '.join(known)}" if known else ""),
+            )
+        )
+    plain(f"{summary.key}: {summary.conclusion}")
+    print_rca(summary)
 
 
 def approve_incident(settings: settings_mod.Settings, key: str, reviewer: str, yes: bool) -> None:
