@@ -211,10 +211,36 @@ def test_datahub_address_and_token_reach_a_run_through_env_vars_only(
     # what Dagster stores and shows is the variable's name, never its value
     shown = resource.get_resource_definition().config_schema.default_value
     assert shown["gms_url"] == {"env": "DATAHUB_GMS_URL"}
-    assert shown["gms_token"] == {"env": "DATAHUB_GMS_TOKEN"}
+    assert shown["token_env"] == "DATAHUB_GMS_TOKEN"  # a variable's name, never a token
+    assert "s3cret-token" not in json.dumps(shown)
     result = dg.materialize([datahub_target], resources={"datahub": resource}, instance=instance)
     assert result.output_for_node("datahub_target") == "gms http://gms.internal:8080 token=set"
     run = instance.get_run_by_id(result.run_id)
     assert run is not None
     logged = json.dumps(run.run_config) + " ".join(str(e) for e in instance.all_logs(result.run_id))
     assert "s3cret-token" not in logged and "gms.internal" not in logged
+
+
+def test_the_asset_graph_reads_as_a_dagster_user_expects(shared_estate: object) -> None:
+    """Every asset has a kind; dbt meta owners and tags are carried over; DataHub is one
+    observable source the score reads, downstream of the build that writes it; no launchpad
+    default carries a secret."""
+    import dagster as dg
+
+    from upstream_dagster.definitions import build
+    from upstream_dagster.settings import load
+
+    defs = build(load())
+    graph = defs.resolve_asset_graph()
+    keys = graph.get_all_asset_keys()
+    assert not [k.to_user_string() for k in keys if not graph.get(k).kinds]
+    owned = [k for k in keys if graph.get(k).owners]
+    assert owned and all(
+        o.startswith("team:") or "@" in o for k in owned for o in graph.get(k).owners
+    )
+    assert any(graph.get(k).tags.get("domain") for k in keys)  # dbt meta domain -> tag
+    reads = graph.get(dg.AssetKey("metadata_context")).parent_keys
+    assert {dg.AssetKey("datahub"), dg.AssetKey("warehouse_profiles")} <= reads
+    assert graph.get(dg.AssetKey("datahub")).is_observable
+    shown = defs.resources["datahub"].get_resource_definition().config_schema.default_value
+    assert "gms_token" not in shown and shown.get("token_env") == "DATAHUB_GMS_TOKEN"

@@ -9,6 +9,7 @@ from upstream_dagster.conformance.context import MetadataContext
 from upstream_dagster.conformance.risk import Violation
 from upstream_dagster.conformance.score import Dial, render_markdown
 from upstream_dagster.datahub.readpath import read_context
+from upstream_dagster.defs.presentation import violations_records
 from upstream_dagster.defs.resources import DataHubResource, UpstreamResource
 from upstream_dagster.services import scoring
 from upstream_dagster.spec import EstateSpec
@@ -44,9 +45,26 @@ def estate_spec(upstream: UpstreamResource) -> dg.Output[EstateSpec]:
     )
 
 
+@dg.observable_source_asset(
+    key="datahub",
+    group_name="datahub",
+    tags={"dagster/kind/datahub": ""},  # the decorator takes no kinds= yet
+    description=(
+        "The DataHub graph Upstream reads and writes (DataHub Lite, or the GMS that "
+        "DATAHUB_GMS_URL names). Observing it records a data version that changes when the "
+        "datasets, their siblings or their owners change, so the lineage reads as one flow: "
+        "the build writes DataHub, the score reads it."
+    ),
+)
+def datahub_graph(datahub: DataHubResource) -> dg.DataVersion:
+    with datahub.graph() as graph:
+        return dg.DataVersion(scoring.graph_version(graph))
+
+
 @dg.asset(
     group_name=GROUP,
     kinds={"datahub"},
+    deps=[datahub_graph, dg.AssetKey("warehouse_profiles")],
     description=(
         "Everything the dial reasons over, read from DataHub in eight slices (asset search, "
         "lineage, assertions, schema fields, governance, glossary, documentation, ownership). "
@@ -80,6 +98,7 @@ def metadata_context(
 
 
 @dg.asset(
+    kinds={"datahub", "python"},
     group_name=GROUP,
     description=(
         "The dial: estate.yaml scored against DataHub per check, by tier, by requirement "
@@ -116,6 +135,7 @@ def conformance(
 
 
 @dg.asset(
+    kinds={"datahub", "python"},
     group_name=GROUP,
     description=(
         "Every failing or unevaluable check, ranked by risk computed from graph facts; "
@@ -140,6 +160,7 @@ def violations(
         ranked,
         metadata={
             "violations": len(ranked),
+            "violations_table": violations_records(ranked, metadata_context.label),
             "ranked": dg.MetadataValue.md("\n".join(lines) + note),
         },
     )
@@ -206,4 +227,6 @@ nightly = dg.ScheduleDefinition(
     default_status=dg.DefaultScheduleStatus.RUNNING,
     description="The nightly score, so the dial's history plots in the UI.",
 )
-defs = dg.Definitions(assets=ASSETS, asset_checks=CHECKS, jobs=[score_job], schedules=[nightly])
+defs = dg.Definitions(
+    assets=[*ASSETS, datahub_graph], asset_checks=CHECKS, jobs=[score_job], schedules=[nightly]
+)

@@ -59,6 +59,7 @@ def _context(upstream: UpstreamResource, warehouse: WarehouseResource) -> covera
 
 
 @dg.asset(
+    kinds={"datahub", "python"},
     group_name=GROUP,
     description=(
         "The batch of grounded proposals: each cites where its value came from and is "
@@ -88,6 +89,7 @@ def proposals(
 
 
 @dg.asset(
+    kinds={"python"},
     group_name=GROUP,
     description=(
         "Everything waiting on a person, in one list: the current coverage batch (unless "
@@ -150,6 +152,7 @@ def batch_is_priced_and_current(
 
 
 @dg.asset(
+    kinds={"datahub"},
     group_name=GROUP,
     deps=[proposals],
     pool=WRITEBACK_POOL,
@@ -236,6 +239,7 @@ def coverage_writeback(
 
 
 @dg.asset(
+    kinds={"datahub"},
     group_name=GROUP,
     deps=[coverage_writeback],
     description=(
@@ -281,6 +285,7 @@ def measured_equals_projected(context: dg.AssetCheckExecutionContext) -> dg.Asse
 
 
 @dg.asset(
+    kinds={"datahub"},
     group_name=GROUP,
     description=(
         "Undo: restores every aspect a write-back wrote (one batch, or all; coverage batches "

@@ -7,8 +7,9 @@ module level, so other areas can launch them.
 """
 
 import json
+import re
 import shutil
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -72,11 +73,45 @@ class EstateTranslator(DagsterDbtTranslator):
             blocking=False,
         )
 
+    def get_owners(self, dbt_resource_props: Mapping[str, Any]) -> Sequence[str] | None:
+        """dagster-dbt's own (meta.dagster.owners, a group's email), else the dbt meta
+        ``owner`` DataHub's dbt source reads, so Dagster and DataHub name the same owner."""
+        declared = super().get_owners(dbt_resource_props)
+        return declared or dagster_owners(_meta(dbt_resource_props).get("owner"))
+
+    def get_tags(self, dbt_resource_props: Mapping[str, Any]) -> Mapping[str, str]:
+        """dbt's tags, plus the meta ``domain`` and ``tier`` DataHub also reads."""
+        tags = dict(super().get_tags(dbt_resource_props))
+        meta = _meta(dbt_resource_props)
+        for key in ("domain", "tier"):
+            value = _tag_value(meta.get(key))
+            if value:
+                tags[key] = value
+        return tags
+
     def get_group_name(self, dbt_resource_props: Mapping[str, Any]) -> str | None:
         if dbt_resource_props["resource_type"] == "source":
             return RAW_FEEDS
         fqn = dbt_resource_props.get("fqn") or []
         return str(fqn[1]) if len(fqn) > 2 else "dbt"
+
+
+def _meta(props: Mapping[str, Any]) -> Mapping[str, Any]:
+    return props.get("meta") or (props.get("config") or {}).get("meta") or {}
+
+
+def _tag_value(value: Any) -> str:
+    """A Dagster tag value: at most 63 letters, digits, '-', '_' or '.'."""
+    text: str = re.sub(r"[^A-Za-z0-9_.-]+", "-", str(value or "")).strip("-")
+    return text[:63]
+
+
+def dagster_owners(value: Any) -> list[str] | None:
+    """dbt meta owners (``"@bob"``, ``"ana@acme.io"``, ``"@bob, @dan"``) as Dagster owners,
+    which must be an email or ``team:NAME``: an address is kept, a handle becomes a team."""
+    names = [n.strip().lstrip("@") for n in str(value or "").split(",")]
+    out = [n if "@" in n else f"team:{_tag_value(n)}" for n in names if n]
+    return out or None
 
 
 TEST_MEANING = {

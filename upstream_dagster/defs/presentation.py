@@ -37,6 +37,84 @@ def proposals_table(batch: Plan) -> str:
     return "\n".join(rows)
 
 
+def _table(columns: Sequence[tuple[str, str, str]], rows: list[dict[str, Any]]) -> Any:
+    """A Dagster table: typed columns the UI sorts and shows in full."""
+    schema = dg.TableSchema(
+        columns=[dg.TableColumn(name, kind, description=about) for name, kind, about in columns]
+    )
+    return dg.MetadataValue.table(records=[dg.TableRecord(r) for r in rows], schema=schema)
+
+
+PROPOSAL_COLUMNS = (
+    ("id", "string", "Approve or reject by this id"),
+    ("asset", "string", "As DataHub shows it, with its platform"),
+    ("requirement", "string", "The estate.yaml requirement it closes"),
+    ("change", "string", "What would be written"),
+    ("value", "string", "The proposed value, by display name"),
+    ("evidence", "string", "Where the value came from in the graph"),
+    ("points", "float", "Conformance points gained, re-scored on a what-if copy"),
+    ("price", "string", "The points explained: checks fixed and broken, blast radius"),
+    ("risk", "float", "The violation's risk (see the violations asset)"),
+)
+
+
+def proposals_records(batch: Plan) -> Any:
+    """The batch as a sortable table, the biggest gain first."""
+    checks = batch.base.overall.checks or 1
+    rows = []
+    for p in sorted(
+        batch.proposals, key=lambda p: (-(p.price.delta_points if p.price else 0), p.id)
+    ):
+        price = (
+            f"+{p.price.delta_points:.2f} pts: fixes {p.price.checks_fixed} of {checks} checks, "
+            f"breaks {p.price.checks_broken}; {p.price.downstream} assets downstream, "
+            f"{p.price.downstream_top_tier} in the most critical tier"
+            if p.price
+            else "not priced"
+        )
+        rows.append(
+            {
+                "id": p.id,
+                "asset": batch.display(p.asset),
+                "requirement": p.requirement,
+                "change": p.change.kind,
+                "value": ", ".join(batch.display(v) for v in p.effective_change().values),
+                "evidence": "; ".join(p.evidence),
+                "points": round(p.price.delta_points, 3) if p.price else 0.0,
+                "price": price,
+                "risk": round(p.risk, 3),
+            }
+        )
+    return _table(PROPOSAL_COLUMNS, rows)
+
+
+VIOLATION_COLUMNS = (
+    ("rank", "int", "By risk, highest first"),
+    ("risk", "float", "The weighted sum the arithmetic column shows"),
+    ("asset", "string", "The asset"),
+    ("tier", "string", "Its tier in estate.yaml"),
+    ("requirement", "string", "What it does not meet"),
+    ("why", "string", "What DataHub shows"),
+    ("arithmetic", "string", "Each risk term, its weight and its reason"),
+)
+
+
+def violations_records(ranked: Sequence[Any], label: Any) -> Any:
+    rows = [
+        {
+            "rank": i,
+            "risk": round(v.risk.score, 3),
+            "asset": label(v.check.asset),
+            "tier": v.check.tier,
+            "requirement": v.check.requirement,
+            "why": v.check.reason,
+            "arithmetic": v.risk.explain(),
+        }
+        for i, v in enumerate(ranked[:500], 1)
+    ]
+    return _table(VIOLATION_COLUMNS, rows)
+
+
 def plan_metadata(result: Plan) -> dict[str, Any]:
     unfixable = ["| asset | tier | requirement | why it stays a violation |", "|---|---|---|---|"]
     unfixable += [
@@ -52,6 +130,7 @@ def plan_metadata(result: Plan) -> dict[str, Any]:
         "dropped_no_benefit": result.dropped,
         "deferred_to_next_batch": result.deferred,
         "unfixable": len(result.unfixable),
+        "batch_table": proposals_records(result),
         "batch": dg.MetadataValue.md(
             proposals_table(result)
             if result.proposals

@@ -30,6 +30,7 @@ incidents = dg.DynamicPartitionsDefinition(name="incidents")
 
 
 @dg.asset(
+    kinds={"datahub"},
     partitions_def=incidents,
     group_name=GROUP,
     description="Reads the failing assertion, the symptom's owners and criticality, and "
@@ -54,6 +55,7 @@ def incident_triage(
 
 
 @dg.asset(
+    kinds={"datahub", "duckdb"},
     partitions_def=incidents,
     group_name=GROUP,
     description="Walks lineage upstream one hop at a time, as it stood before the symptom; "
@@ -84,6 +86,7 @@ def incident_evidence(
 
 
 @dg.asset(
+    kinds={"dbt", "duckdb"},
     partitions_def=incidents,
     group_name=GROUP,
     description="Verifies the leading hypothesis's fix before it is believed: copies the "
@@ -113,6 +116,7 @@ def incident_simulation(
 
 
 @dg.asset(
+    kinds={"datahub", "python"},
     partitions_def=incidents,
     group_name=GROUP,
     description="The critic: confidence from cited evidence, memory, timeline, forensics "

@@ -48,6 +48,7 @@ class IncidentApproval(dg.Config):
 
 
 @dg.asset(
+    kinds={"datahub", "dbt"},
     partitions_def=incidents,
     group_name=GROUP,
     pool=WRITEBACK_POOL,
@@ -85,6 +86,7 @@ def incident_fix(
 
 
 @dg.asset(
+    kinds={"datahub"},
     partitions_def=incidents,
     group_name=GROUP,
     deps=[incident_fix],

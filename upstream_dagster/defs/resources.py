@@ -86,14 +86,18 @@ class DataHubResource(dg.ConfigurableResource):  # type: ignore[type-arg]
     lite_file: str = Field(default="", description="The DataHub Lite file (embedded default).")
     sdk_home: str = Field(default="", description="Where the SDK may write its own files.")
     gms_url: str = Field(default="", description="A DataHub GMS (from DATAHUB_GMS_URL).")
-    gms_token: str = Field(default="", description="Its token (from DATAHUB_GMS_TOKEN).")
+    token_env: str = Field(
+        default="DATAHUB_GMS_TOKEN",
+        description="The environment variable that holds the GMS token, read when a run "
+        "connects: the token itself is never configuration, so no launchpad shows it.",
+    )
 
     def target(self) -> Target:
         return Target(
             Path(self.lite_file),
             Path(self.sdk_home),
             self.gms_url or None,
-            self.gms_token or None,
+            os.environ.get(self.token_env) or None,
         )
 
     @contextmanager
@@ -142,8 +146,7 @@ def datahub_resource(settings: Settings) -> DataHubResource:
     lite = {"lite_file": str(settings.lite_file), "sdk_home": str(settings.sdk_home)}
     if not os.environ.get("DATAHUB_GMS_URL"):
         return DataHubResource(**lite)
-    token = dg.EnvVar("DATAHUB_GMS_TOKEN") if os.environ.get("DATAHUB_GMS_TOKEN") else ""
-    return DataHubResource(**lite, gms_url=dg.EnvVar("DATAHUB_GMS_URL"), gms_token=token)
+    return DataHubResource(**lite, gms_url=dg.EnvVar("DATAHUB_GMS_URL"))
 
 
 def resources(settings: Settings) -> dict[str, object]:

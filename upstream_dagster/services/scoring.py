@@ -5,11 +5,14 @@ itself is the pure core's (`conformance.score`)."""
 
 from __future__ import annotations
 
+import hashlib
+
 from upstream_dagster.conformance.context import MetadataContext
 from upstream_dagster.conformance.risk import Violation, rank_violations
 from upstream_dagster.conformance.score import Dial, score
 from upstream_dagster.datahub.protocol import MetadataGraph
 from upstream_dagster.datahub.readpath import read_context
+from upstream_dagster.datahub.summary import summarize
 from upstream_dagster.datahub.tier_search import resolve_scope
 from upstream_dagster.spec.models import EstateSpec
 
@@ -26,3 +29,10 @@ def read_and_score(graph: MetadataGraph, spec: EstateSpec, as_of_ms: int) -> Dia
 def ranked(ctx: MetadataContext, spec: EstateSpec, dial: Dial) -> tuple[Violation, ...]:
     """Every failing or unevaluable check, ranked by risk."""
     return tuple(rank_violations(ctx, spec, dial.results, dial.as_of_ms))
+
+
+def graph_version(graph: MetadataGraph) -> str:
+    """A digest of what DataHub holds now, by the estate summary (datasets, twins, owners,
+    assertions): the DataHub source asset's data version."""
+    lines = summarize(graph).lines()
+    return hashlib.sha256("\n".join(lines).encode()).hexdigest()[:16]
