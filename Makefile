@@ -82,6 +82,11 @@ calibrate: install
 	$(BIN)/upstream calibrate $(foreach s,$(FIT_SEEDS),evals/records/fit/random-$(s)) \
 		$(foreach s,$(FIT_SUBS_SEEDS),evals/records/fit/subscriptions/random-$(s)=$(SUBS)/estate.yaml)
 
+## The reviewer's commands against `python -c "import dagster"` on this machine (needs a built
+## demo): median seconds and the ratio, measured in one run.
+bench-cli: install
+	$(BIN)/python -m upstream_dagster.evaluation.bench.cli --rounds 3 score plan queue
+
 ## Scoring benchmark on generated estates of 10,000 and 100,000 datasets (minutes the first time).
 bench-scale: install
 	$(BIN)/python -m upstream_dagster.evaluation.bench.score --datasets 10000 100000

@@ -15,8 +15,8 @@ import dagster as dg
 
 from upstream_dagster.conformance.plan import Plan
 from upstream_dagster.conformance.score import Dial
-from upstream_dagster.definitions import build
-from upstream_dagster.defs.estate import OUTCOME as BUILD_OUTCOME
+from upstream_dagster.definitions import CORE_JOBS, build, core
+from upstream_dagster.defs.estate_jobs import OUTCOME as BUILD_OUTCOME
 from upstream_dagster.defs.remediation import DRIVER_TAG, INCIDENT_TAG
 from upstream_dagster.defs.resources import WRITEBACK_POOL
 from upstream_dagster.errors import UpstreamError
@@ -103,7 +103,8 @@ def run_job(
     `UpstreamError` naming what failed. With ``loud_build_ok``, a run whose only failure is the
     build's outcome (dbt could not build a model, and DataHub was told) is returned."""
     instance = dagster_instance(settings)
-    job = build(settings).resolve_job_def(job_name)
+    defs = core(settings) if job_name in CORE_JOBS else build(settings)
+    job = defs.resolve_job_def(job_name)
     # The command line shows warnings only; the full log is in the Dagster UI for every run.
     # A loud build failure the caller expects is reported by the caller, not as a traceback.
     level = "CRITICAL" if loud_build_ok else "WARNING"

@@ -19,6 +19,15 @@ from dagster_dbt import DagsterDbtTranslator, DbtCliResource, dbt_assets
 from upstream_dagster import clock
 from upstream_dagster.datahub.ingest import ingest_dbt
 from upstream_dagster.datahub.summary import summarize
+from upstream_dagster.defs.estate_jobs import (
+    BUILD,
+    OUTCOME,
+    PROFILES,
+    RAW_FEEDS,
+    REFRESH,
+    estate_build_job,
+    estate_refresh_job,
+)
 from upstream_dagster.defs.observations import monitor_checks, profiles_asset
 from upstream_dagster.defs.resources import DataHubResource, UpstreamResource
 from upstream_dagster.demo.generator import TABLES as DEMO_TABLES
@@ -29,26 +38,19 @@ from upstream_dagster.services.observe import Node, manifest_nodes
 from upstream_dagster.spec.models import EstateSpec
 from upstream_dagster.warehouse import duckdb_warehouse as wh
 
-RAW_FEEDS = "raw_feeds"
-PROFILES = "warehouse_profiles"
-OUTCOME = "build_outcome"
-# everything up to the build's outcome; the refresh leaves the raw feeds as they are now
-BUILD = dg.AssetSelection.assets(OUTCOME).upstream().materializable()
-REFRESH = BUILD - dg.AssetSelection.groups(RAW_FEEDS)
-
-estate_build_job = dg.define_asset_job(
-    "estate_build",
-    selection=BUILD,
-    description="Generate the raw feeds, build every dbt model and test, run the monitors, "
-    "profile every relation, and ingest the result into DataHub. `make demo` runs it.",
-)
-estate_refresh_job = dg.define_asset_job(
-    "estate_refresh",
-    selection=REFRESH,
-    description="Rebuild the dbt models over the raw feeds as they are now (for example "
-    "after a scenario changed them or an incident's fix was applied), run the monitors, "
-    "profile, and re-ingest into DataHub.",
-)
+# The jobs and names other areas launch or read live apart, so that importing them does not
+# import dagster-dbt (most of a command's start-up): see estate_jobs.
+__all__ = [
+    "BUILD",
+    "OUTCOME",
+    "PROFILES",
+    "RAW_FEEDS",
+    "REFRESH",
+    "estate_build_job",
+    "estate_defs",
+    "estate_refresh_job",
+    "loads_feeds",
+]
 
 
 class EstateTranslator(DagsterDbtTranslator):

@@ -15,7 +15,7 @@ from upstream_dagster.datahub import scribe
 from upstream_dagster.datahub.incidents import failed_build_runs, failing_runs, incident_key
 from upstream_dagster.datahub.model import AssertionRun
 from upstream_dagster.datahub.signals import is_build_check
-from upstream_dagster.defs.estate import estate_build_job, estate_refresh_job
+from upstream_dagster.defs.estate_jobs import estate_build_job, estate_refresh_job
 from upstream_dagster.defs.presentation import verdict_metadata
 from upstream_dagster.defs.resources import DataHubResource, UpstreamResource, WarehouseResource
 from upstream_dagster.narrator import Narrator

@@ -21,7 +21,7 @@ from pydantic import Field
 
 from upstream_dagster import gate
 from upstream_dagster.defs import journal
-from upstream_dagster.defs.estate import estate_refresh_job
+from upstream_dagster.defs.estate_jobs import estate_refresh_job
 from upstream_dagster.defs.reliability import incidents
 from upstream_dagster.defs.resources import (
     AUTOMATIC_TAG,

@@ -16,7 +16,6 @@ from upstream_dagster.datahub.model import SearchQuery, assertion_properties
 from upstream_dagster.datahub.protocol import MetadataGraph
 from upstream_dagster.datahub.signals import forget_memory, report_run
 from upstream_dagster.definitions import build
-from upstream_dagster.defs.estate import estate_nodes
 from upstream_dagster.errors import UpstreamError
 from upstream_dagster.evaluation.faults import apply_faults, model_sql
 from upstream_dagster.evaluation.scenario import Fault, Scenario
@@ -40,6 +39,9 @@ class BreakReport:
 def _refresh(settings: Settings, skip_tables: set[str]) -> dg.ExecuteInProcessResult:
     selection = None
     if skip_tables:
+        # dagster-dbt names the keys; imported only here, so the command line starts light
+        from upstream_dagster.defs.estate import estate_nodes
+
         nodes = estate_nodes(DbtProject.of(settings).manifest())
         unknown = skip_tables - {n.table for n, _ in nodes}
         if unknown:

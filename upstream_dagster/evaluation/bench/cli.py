@@ -1,0 +1,50 @@
+"""How long the reviewer's commands take, against the floor of the machine they run on.
+
+Times ``python -c "import dagster"`` (what any Dagster command pays before doing anything) and
+each command, alternating, several rounds, in one run, and prints the medians and the ratio
+(command / import). A ratio, not seconds: these machines are shared and noisy.
+
+    python -m upstream_dagster.evaluation.bench.cli [--rounds 3] [score plan queue]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import time
+
+
+def _timed(argv: list[str]) -> float:
+    started = time.perf_counter()
+    done = subprocess.run(argv, capture_output=True, text=True, check=False)
+    elapsed = time.perf_counter() - started
+    if done.returncode != 0:
+        raise SystemExit(f"{' '.join(argv)} failed:\n{done.stderr[-2000:]}")
+    return elapsed
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("commands", nargs="*", default=["score", "plan", "queue"])
+    args = parser.parse_args()
+    floor_cmd = [sys.executable, "-c", "import dagster"]
+    times: dict[str, list[float]] = {"import dagster": []}
+    for command in args.commands:
+        times[command] = []
+    _timed([sys.executable, "-m", "upstream_dagster.cli", args.commands[0]])  # warm caches once
+    for _ in range(args.rounds):
+        times["import dagster"].append(_timed(floor_cmd))
+        for command in args.commands:
+            times[command].append(_timed([sys.executable, "-m", "upstream_dagster.cli", command]))
+    floor = statistics.median(times["import dagster"])
+    print(f"{'command':<16} {'median s':>9} {'/ import dagster':>17}")
+    for name, values in times.items():
+        median = statistics.median(values)
+        print(f"{name:<16} {median:>9.2f} {median / floor:>17.2f}")
+
+
+if __name__ == "__main__":
+    main()
