@@ -4,6 +4,7 @@ line and the launchpad ask `gate.decide`, so what it answers is what every path 
 from __future__ import annotations
 
 import itertools
+from pathlib import Path
 
 import pytest
 
@@ -15,7 +16,11 @@ ITEMS = (("p-low", 0.1), ("p-high", 0.6))
 
 
 def policy(actuation: str) -> Policies:
-    return Policies(actuation=actuation, approvers=APPROVERS, max_auto_risk=0.3)
+    """Identity not enforced: these tables test everything else the gate decides; the signed
+    approvals have their own tests below."""
+    return Policies(
+        actuation=actuation, approvers=APPROVERS, max_auto_risk=0.3, identity="not-enforced"
+    )
 
 
 def subject(current: bool = True, items: tuple[tuple[str, float], ...] = ITEMS) -> Subject:
@@ -89,3 +94,50 @@ def test_dry_run_writes_nothing_for_anybody() -> None:
     for reviewer, automatic in (("alice", False), ("mallory", False), ("robot", True)):
         decision = decide(policy("dry-run"), Request("d1", reviewer, automatic), subject())
         assert decision.verdict == "dry-run" and "nothing was written" in decision.problem
+
+
+def _keyed(tmp_path: Path) -> tuple[Policies, Path]:
+    from upstream_dagster.state import keys
+
+    key = tmp_path / "alice.key"
+    public = keys.generate(key)
+    return Policies(
+        actuation="ratify", approvers=["alice", "bob"], approver_keys={"alice": public}
+    ), key
+
+
+def test_a_signed_approval_writes_and_a_typed_name_alone_is_refused(tmp_path: Path) -> None:
+    from upstream_dagster.state import keys
+
+    signed, key = _keyed(tmp_path)
+    proof = keys.sign(key, "batch", "d1", "alice")
+    assert decide(signed, Request("d1", "alice", proof=proof), subject()).verdict == "write"
+    typed = decide(signed, Request("d1", "alice"), subject())
+    assert typed.verdict == "refuse" and "did not prove who they are" in typed.problem
+    assert "upstream keygen alice" in typed.fix
+    # a signature approves one thing, as one person: not another batch, not another name
+    other = decide(signed, Request("d2", "alice", proof=proof), Subject("batch", "d2", "d2", ITEMS))
+    assert other.verdict == "refuse" and "does not verify" in other.problem
+    as_bob = decide(signed, Request("d1", "bob", proof=proof), subject())
+    assert as_bob.verdict == "refuse" and "no key is listed" in as_bob.problem
+    fix = decide(signed, Request("d1", "alice", proof=proof), Subject("fix", "d1", "d1", ITEMS))
+    assert fix.verdict == "refuse"  # signed for a batch, not for a fix
+    forged = decide(signed, Request("d1", "alice", proof="A" * 88), subject())
+    assert forged.verdict == "refuse"
+
+
+def test_a_key_is_never_overwritten_and_is_readable_by_its_owner_only(tmp_path: Path) -> None:
+    from upstream_dagster.errors import UpstreamError
+    from upstream_dagster.state import keys
+
+    _, key = _keyed(tmp_path)
+    assert key.stat().st_mode & 0o077 == 0
+    with pytest.raises(UpstreamError, match="already holds a key"):
+        keys.generate(key)
+
+
+def test_estate_yaml_refuses_a_key_for_someone_who_is_not_an_approver() -> None:
+    import pydantic
+
+    with pytest.raises(pydantic.ValidationError, match="not in approvers"):
+        Policies(actuation="ratify", approvers=["alice"], approver_keys={"eve": "A" * 43 + "="})

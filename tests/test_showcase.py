@@ -72,13 +72,13 @@ def test_the_coverage_loop_works_on_the_showcase(
     state, _ = showcase_state
     shipped = ROOT / "upstream_dagster" / "estates" / "showcase-ecommerce.yaml"
     ratify = tmp_path / "showcase.yaml"
-    ratify.write_text(shipped.read_text().replace("actuation: dry-run", "actuation: ratify"))
+    env = {**os.environ, "UPSTREAM_STATE_DIR": str(state), "UPSTREAM_KEYS_DIR": str(tmp_path)}
 
     def cli(*args: str, estate: Path = ratify) -> str:
         done = subprocess.run(
             [sys.executable, "-m", "upstream_dagster.cli", *args],
             cwd=ROOT,
-            env={**os.environ, "UPSTREAM_STATE_DIR": str(state), "UPSTREAM_ESTATE": str(estate)},
+            env={**env, "UPSTREAM_ESTATE": str(estate)},
             capture_output=True,
             text=True,
             timeout=600,
@@ -86,6 +86,16 @@ def test_the_coverage_loop_works_on_the_showcase(
         assert done.returncode == 0, done.stderr[-2000:]
         return done.stdout
 
+    # the reviewer signs: a key made by keygen, its public half listed in the ratify copy
+    made = cli("keygen", "datahub", estate=shipped)
+    (public,) = re.findall(r"datahub: (\S+)", made)
+    ratify.write_text(
+        shipped.read_text()
+        .replace("actuation: dry-run", "actuation: ratify")
+        .replace(
+            "approvers: [datahub]", f"approvers: [datahub]\n  approver_keys: {{datahub: {public}}}"
+        )
+    )
     shown = cli("plan", estate=shipped)
     digest = re.search(r"^batch (\w+):", shown, re.M)
     assert digest, shown

@@ -8,15 +8,20 @@ checks run in one order, and the first that fails is the answer:
 2. what was shown is still current (DataHub read again gives the same digest);
 3. a dry-run policy writes nothing, for anybody, and says so;
 4. an automatic launch writes only under an ``auto`` policy;
-5. a person must be on the approvers list;
+5. a person must be on the approvers list and, unless estate.yaml says identity is not
+   enforced, prove it: an ed25519 signature over what they approve, by their listed key;
 6. there must be something to write, where the subject says why there may not be;
 7. an automatic launch writes only what is at or below ``max_auto_risk``; the rest waits.
 """
 
 from __future__ import annotations
 
+import base64
 from dataclasses import dataclass
 from typing import Literal
+
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from upstream_dagster.spec.models import Policies
 
@@ -30,6 +35,25 @@ class Request:
     approved_digest: str
     reviewer: str
     automatic: bool = False
+    proof: str = ""  # base64 ed25519 signature over approval_message(kind, digest, reviewer)
+
+
+def approval_message(kind: str, digest: str, reviewer: str) -> bytes:
+    """What an approver signs: the kind of thing, its digest and their own name, so a
+    signature approves exactly one thing, once, as one person."""
+    return f"upstream-approval:{kind}:{digest}:{reviewer}".encode()
+
+
+def verified(policy: Policies, kind: str, digest: str, reviewer: str, proof: str) -> bool:
+    key = policy.approver_keys.get(reviewer)
+    if not key or not proof:
+        return False
+    try:
+        public = Ed25519PublicKey.from_public_bytes(base64.b64decode(key))
+        public.verify(base64.b64decode(proof), approval_message(kind, digest, reviewer))
+    except (InvalidSignature, ValueError):
+        return False
+    return True
 
 
 @dataclass(frozen=True)
@@ -95,6 +119,19 @@ def decide(policy: Policies, request: Request, subject: Subject) -> Decision:
             f"{request.reviewer!r} is not an approver; estate.yaml allows "
             f"{', '.join(policy.approvers) or 'nobody'}",
             "approve as someone listed in policies.approvers, or add them to it",
+        )
+    if (
+        not request.automatic
+        and policy.identity == "signed"
+        and not verified(policy, kind, subject.digest, request.reviewer, request.proof)
+    ):
+        return _refuse(
+            f"{request.reviewer!r} did not prove who they are: estate.yaml requires a signed "
+            f"approval, and {'the signature does not verify' if request.proof else 'none came'}"
+            + ("" if request.reviewer in policy.approver_keys else " (no key is listed)"),
+            f"approve with `upstream approve ... --key YOUR.key` (or paste `upstream sign` "
+            f"output into the launchpad's proof); `upstream keygen {request.reviewer}` makes a "
+            "key and prints the approver_keys line for estate.yaml",
         )
     if not subject.items and subject.empty_reason:
         return _refuse(

@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import socket
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,6 +23,7 @@ from upstream_dagster.defs.resources import WRITEBACK_POOL
 from upstream_dagster.errors import UpstreamError
 from upstream_dagster.reliability.verdict import Verdict
 from upstream_dagster.settings import Settings
+from upstream_dagster.state import claims
 
 DAGSTER_YAML = """\
 # Written by Upstream. The embedded default keeps run and event storage in this folder.
@@ -86,6 +88,31 @@ def failure_message(result: dg.ExecuteInProcessResult) -> str:
     return "the run failed; open the Dagster UI (`make ui`) to read its log"
 
 
+HOST_TAG, PID_TAG = "upstream/host", "upstream/pid"
+
+
+def release_dead_runs(instance: dg.DagsterInstance) -> list[str]:
+    """Runs this host started whose process is gone (killed mid-write, say) are marked failed
+    and give back their pool slots: a dead write-back never holds the one write-back slot, so
+    the next approval does not wait on it forever. Returns the runs released."""
+    released: list[str] = []
+    storage = instance.event_log_storage
+    here = socket.gethostname()
+    if not storage.supports_global_concurrency_limits:
+        return released
+    for run_id in storage.get_concurrency_run_ids():
+        run = instance.get_run_by_id(run_id)
+        dead = run is None or run.is_finished
+        if run is not None and not run.is_finished and run.tags.get(HOST_TAG) == here:
+            dead = not claims.alive(here, int(run.tags.get(PID_TAG, "0") or 0))
+            if dead:
+                instance.report_run_failed(run, "its process died; Upstream released its slot")
+        if dead:
+            storage.free_concurrency_slots_for_run(run_id)
+            released.append(run_id)
+    return released
+
+
 def failed_steps(result: dg.ExecuteInProcessResult) -> set[str]:
     return {e.step_key for e in result.all_events if e.is_step_failure and e.step_key}
 
@@ -105,6 +132,8 @@ def run_job(
     instance = dagster_instance(settings)
     defs = core(settings) if job_name in CORE_JOBS else build(settings)
     job = defs.resolve_job_def(job_name)
+    release_dead_runs(instance)
+    tags = {**(tags or {}), HOST_TAG: socket.gethostname(), PID_TAG: str(os.getpid())}
     # The command line shows warnings only; the full log is in the Dagster UI for every run.
     # A loud build failure the caller expects is reported by the caller, not as a traceback.
     level = "CRITICAL" if loud_build_ok else "WARNING"
@@ -178,11 +207,14 @@ class IncidentFixed:
     runs: tuple[str, ...] = ()  # the fix's, the rebuild's and the resolution's run ids
 
 
-def approve_incident(settings: Settings, key: str, digest: str, reviewer: str) -> IncidentFixed:
+def approve_incident(
+    settings: Settings, key: str, digest: str, reviewer: str, proof: str = ""
+) -> IncidentFixed:
     """An incident's fix, approved: the fix, the rebuild, the resolution, each a run of its own
     (the sensors that chain them in the UI leave a chain tagged as driven from here alone)."""
     tags = {DRIVER_TAG: "cli"}
-    config = {"ops": {"incident_fix": {"config": {"verdict_digest": digest, "reviewer": reviewer}}}}
+    approval = {"verdict_digest": digest, "reviewer": reviewer, "proof": proof}
+    config = {"ops": {"incident_fix": {"config": approval}}}
     applied = run_job(settings, "incident_writeback_job", config, tags=tags, partition=key)
     fix = metadata(applied, "incident_fix")
     if "result" in fix:
@@ -219,6 +251,7 @@ def approve_batch(
     reviewer: str,
     reject: list[str] | None = None,
     reason: str = "",
+    proof: str = "",
 ) -> BatchWritten:
     """The coverage write-back job for one batch, as a reviewer approved it."""
     config = {
@@ -227,6 +260,7 @@ def approve_batch(
         "reviewer": reviewer,
         "reject": list(reject or []),
         "reject_reason": reason,
+        "proof": proof,
     }
     run_config = {"ops": {"coverage_writeback": {"config": config}}}
     meta = metadata(run_job(settings, "coverage_writeback_job", run_config), "coverage_writeback")

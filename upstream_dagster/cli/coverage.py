@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -9,7 +10,7 @@ import typer
 from upstream_dagster import gate, runs
 from upstream_dagster import settings as settings_mod
 from upstream_dagster.cli.app import app, err, fail, guarded, out, plain
-from upstream_dagster.cli.incidents import approve_incident
+from upstream_dagster.cli.incidents import approve_incident, signed
 from upstream_dagster.defs import journal
 from upstream_dagster.errors import UpstreamError
 from upstream_dagster.spec.loader import load_estate
@@ -77,11 +78,15 @@ def approve(
     incident: Annotated[
         str | None, typer.Option(help="Approve an incident's fix instead of a coverage batch.")
     ] = None,
+    key: Annotated[
+        Path | None,
+        typer.Option(help="Your signing key (default: the one `upstream keygen NAME` made)."),
+    ] = None,
 ) -> None:
     """Write the batch `upstream plan` showed (its --digest), or one incident's fix."""
     settings = settings_mod.load()
     if incident:
-        approve_incident(settings, incident, reviewer, yes)
+        approve_incident(settings, incident, reviewer, yes, key)
         return
     if not all_ and not ids:
         fail(UpstreamError("nothing to approve", "pass --all or --ids ID [--ids ID ...]"))
@@ -97,7 +102,8 @@ def approve(
             )
         )
     spec = guarded(lambda: load_estate(settings.estate_file))
-    request = gate.Request(digest, reviewer)
+    proof = signed(spec.policies, "batch", digest, reviewer, key)
+    request = gate.Request(digest, reviewer, proof=proof)
     items = tuple((i, 0.0) for i in (ids or ["all"]))
     decision = gate.decide(spec.policies, request, gate.Subject("batch", current, current, items))
     if decision.verdict == "refuse":  # decided here, before anything is launched
@@ -127,7 +133,7 @@ def approve(
         raise typer.Exit(1)
     done = guarded(
         lambda: runs.approve_batch(
-            settings, current, ["all"] if all_ else list(ids or []), reviewer, reject, reason
+            settings, current, ["all"] if all_ else list(ids or []), reviewer, reject, reason, proof
         )
     )
     if done.result:  # the policy wrote nothing, and says why

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -14,6 +15,9 @@ from upstream_dagster.datahub import Target, connected
 from upstream_dagster.datahub.incidents import failing_now, incident_key
 from upstream_dagster.defs import journal
 from upstream_dagster.errors import UpstreamError
+from upstream_dagster.spec.loader import load_estate
+from upstream_dagster.spec.models import Policies
+from upstream_dagster.state import keys
 
 
 @app.command()
@@ -88,14 +92,27 @@ def show(
     print_rca(summary)
 
 
-def approve_incident(settings: settings_mod.Settings, key: str, reviewer: str, yes: bool) -> None:
+def signed(policies: Policies, kind: str, digest: str, reviewer: str, key: Path | None) -> str:
+    """The reviewer's signature over what they approve, when estate.yaml requires one (else
+    nothing: a typed name is taken at its word, as the file says)."""
+    if policies.identity != "signed" or reviewer not in policies.approvers:
+        return ""
+    path = key or keys.default_key(reviewer)
+    return guarded(lambda: keys.sign(path, kind, digest, reviewer))
+
+
+def approve_incident(
+    settings: settings_mod.Settings, key: str, reviewer: str, yes: bool, signing: Path | None
+) -> None:
     summary = journal.verdict(runs.dagster_instance(settings), key)
     if summary is None:
         fail(UpstreamError(f"no verdict for incident {key}", "run `upstream investigate` first"))
+    policies = guarded(lambda: load_estate(settings.estate_file)).policies
+    proof = signed(policies, "fix", summary.digest, reviewer, signing)
     plain(f"{key}: {summary.conclusion}")
     if not yes and not typer.confirm(f"Apply the {summary.remedy} as {reviewer}?"):
         raise typer.Exit(1)
-    done = guarded(lambda: runs.approve_incident(settings, key, summary.digest, reviewer))
+    done = guarded(lambda: runs.approve_incident(settings, key, summary.digest, reviewer, proof))
     if done.result:
         out.print(done.result)
         return
@@ -105,3 +122,31 @@ def approve_incident(settings: settings_mod.Settings, key: str, reviewer: str, y
     )
     if not done.resolved:
         raise typer.Exit(2)
+
+
+@app.command()
+def keygen(
+    name: Annotated[str, typer.Argument(help="The approver's name, as estate.yaml lists it.")],
+    out_path: Annotated[
+        Path | None, typer.Option("--out", help="Where to keep the private key.")
+    ] = None,
+) -> None:
+    """Make an approver's signing key; print the line estate.yaml lists it by."""
+    path = out_path or keys.default_key(name)
+    public = guarded(lambda: keys.generate(path))
+    out.print(f"private key: {path} (only you can read it; keep it out of the repository)")
+    out.print("add to estate.yaml, under policies:")
+    plain(f"  approver_keys:\n    {name}: {public}")
+
+
+@app.command()
+def sign(
+    digest: Annotated[str, typer.Option(help="The batch digest, or the verdict digest.")],
+    reviewer: Annotated[str, typer.Option(help="Your name in policies.approvers.")],
+    kind: Annotated[str, typer.Option(help="batch (coverage) or fix (an incident).")] = "batch",
+    key: Annotated[Path | None, typer.Option(help="Your signing key.")] = None,
+) -> None:
+    """Print your signature over an approval, for the launchpad's `proof` field."""
+    if kind not in ("batch", "fix"):
+        fail(UpstreamError(f"unknown kind {kind!r}", "pass --kind batch or --kind fix"))
+    plain(guarded(lambda: keys.sign(key or keys.default_key(reviewer), kind, digest, reviewer)))

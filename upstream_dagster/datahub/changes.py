@@ -271,22 +271,40 @@ def _guarded(urn: str, aspect: str, write: Callable[[], Receipt]) -> Receipt:
         return Receipt(urn, aspect, False, f"write failed: {exc}")
 
 
-def write(graph: MetadataGraph, urn: str, aspect: str, value: Json) -> Written:
+# Called with each pre-image before its write: where a caller makes it durable (the ledger).
+Journal = Callable[[PreImage], None]
+
+
+def write(
+    graph: MetadataGraph, urn: str, aspect: str, value: Json, journal: Journal | None = None
+) -> Written:
     """A whole aspect (an assertion definition, an incident), with its pre-image."""
     before = PreImage(urn, aspect, current(graph, urn, aspect))
+    if journal is not None:
+        journal(before)
     return Written(_guarded(urn, aspect, lambda: graph.write_aspect(urn, aspect, value)), before)
 
 
-def apply(graph: MetadataGraph, urn: str, change: Change) -> list[Written]:
+def apply(
+    graph: MetadataGraph, urn: str, change: Change, journal: Journal | None = None
+) -> list[Written]:
     """One intended change on one asset: a single aspect, or for `add_assertions` one
-    assertion definition per template."""
+    assertion definition per template. ``journal`` gets each pre-image before its write."""
     if change.kind == "add_assertions":
         return [
-            write(graph, assertion_urn(urn, t), "assertionInfo", aspects.template_assertion(urn, t))
+            write(
+                graph,
+                assertion_urn(urn, t),
+                "assertionInfo",
+                aspects.template_assertion(urn, t),
+                journal,
+            )
             for t in change.values
         ]
     aspect = WRITERS[change.kind].aspect
     before = PreImage(urn, aspect, current(graph, urn, aspect))
+    if journal is not None:
+        journal(before)
     return [Written(_guarded(urn, aspect, lambda: graph.apply_change(urn, change)), before)]
 
 
@@ -295,7 +313,12 @@ def receipts(written: list[Written]) -> list[Receipt]:
 
 
 def restore(graph: MetadataGraph, pre: PreImage) -> Receipt:
-    """Put an aspect back as it was; an aspect that did not exist is removed again."""
+    """Put an aspect back as it was; an aspect that did not exist is removed again. An aspect
+    that already reads as it was (a write that never landed before its run died) is left
+    alone: undo writes nothing twice."""
+    now = current(graph, pre.urn, pre.aspect)
+    if now == pre.value:
+        return Receipt(pre.urn, pre.aspect, False, "already as it was")
     if pre.value is None:
         return graph.delete_aspect(pre.urn, pre.aspect)
     return graph.write_aspect(pre.urn, pre.aspect, pre.value)

@@ -15,6 +15,7 @@ from pydantic import Field
 from upstream_dagster import gate
 from upstream_dagster.conformance.context import MetadataContext
 from upstream_dagster.conformance.plan import Plan
+from upstream_dagster.datahub.model import PreImage
 from upstream_dagster.defs import journal
 from upstream_dagster.defs.presentation import plan_metadata, receipts_table
 from upstream_dagster.defs.resources import (
@@ -41,6 +42,11 @@ class WritebackConfig(dg.Config):
     reviewer: str = Field(description="Who approves; must be listed in policies.approvers.")
     reject: list[str] = Field(default_factory=list, description="Proposal ids to reject.")
     reject_reason: str = Field(default="", description="Why, recorded with the rejection.")
+    proof: str = Field(
+        default="",
+        description="Your signature over this approval (`upstream sign`), when estate.yaml "
+        "requires signed approvals: proof of who you are, not a secret.",
+    )
 
 
 class ResetConfig(dg.Config):
@@ -180,7 +186,7 @@ def coverage_writeback(
     with datahub.graph() as graph:
         inputs = _context(upstream, warehouse)
         ctx, now = coverage.current_plan(graph, spec, proposals.base.as_of_ms, inputs)
-        request = gate.Request(config.batch_digest, config.reviewer, automatic)
+        request = gate.Request(config.batch_digest, config.reviewer, automatic, config.proof)
         decision = gate.decide(policy, request, coverage.subject(proposals, now.digest, chosen))
         if decision.verdict == "refuse":
             raise dg.Failure(f"{decision.problem}; fix: {decision.fix}")
@@ -205,8 +211,17 @@ def coverage_writeback(
         projected = coverage.projected_percent(spec, ctx, proposals, chosen)
         claims.claim(upstream.state, proposals.digest, context.run_id, config.reviewer)
         done = None
+        seq = iter(range(1_000_000))
+
+        def durable(pre: PreImage) -> None:  # before each write: a kill leaves it undoable
+            claims.record(
+                upstream.state, context.run_id, next(seq), proposals.digest, pre.as_json()
+            )
+
         try:
-            done = coverage.write_batch(graph, chosen, inputs.warehouse, context.run_id)
+            done = coverage.write_batch(
+                graph, chosen, inputs.warehouse, context.run_id, journal=durable
+            )
         finally:
             if done is None or not done.pre_images:  # nothing landed: nothing to hold it for
                 claims.release(upstream.state, proposals.digest, "the write-back wrote nothing")
@@ -301,12 +316,20 @@ def coverage_reset(
 ) -> dg.MaterializeResult[Any]:
     if not config.confirm:
         raise dg.Failure("reset rewrites DataHub: launch it with confirm: true")
-    chosen = [
-        e for e in journal.undoable(context.instance) if config.batch_digest in ("all", e.digest)
-    ]
+    wanted = ("all", config.batch_digest)
+    chosen = [e for e in journal.undoable(context.instance) if wanted[-1] in ("all", e.digest)]
+    batches = [(e.run_id, e.digest, list(e.pre_images)) for e in chosen]
+    # a write-back that died part-way has no journal entry, but its ledger has every write
+    finished = {e.run_id for e in journal.entries(context.instance)}
+    for digest, run_id, raw in claims.unfinished(upstream.state, finished):
+        if wanted[-1] in ("all", digest):
+            batches.append((run_id, digest, [PreImage.from_json(p) for p in raw]))
+            context.log.warning(f"run {run_id} died writing batch {digest}: undoing its writes")
+    batches.sort(key=lambda b: journal.started(context.instance, b[0]), reverse=True)
     with datahub.graph() as graph:
-        restored = coverage.restore_all(graph, [(e.digest, e.pre_images) for e in chosen])
-    for digest in {e.digest for e in chosen}:  # undone: the batch may be approved again
+        restored = coverage.restore_all(graph, [(digest, pres) for _, digest, pres in batches])
+    claims.undone(upstream.state, {run_id for run_id, _, _ in batches})
+    for digest in {digest for _, digest, _ in batches}:  # undone: it may be approved again
         claims.release(upstream.state, digest, f"undone by reset run {context.run_id}")
     rows = [
         f"| {r.batch} | {short(r.receipt.urn)} | {r.receipt.aspect} | {r.receipt.detail} |"
@@ -314,7 +337,7 @@ def coverage_reset(
     ]
     return dg.MaterializeResult(
         metadata={
-            "batches": json.dumps(sorted({e.digest for e in chosen})),
+            "batches": json.dumps(sorted({digest for _, digest, _ in batches})),
             "aspects_restored": len(restored),
             "restored": dg.MetadataValue.md(
                 "| batch | urn | aspect | result |\n|---|---|---|---|\n" + "\n".join(rows)

@@ -104,6 +104,12 @@ def undoable(instance: dg.DagsterInstance) -> list[Entry]:
     return sorted(found, key=lambda e: e.order, reverse=True)
 
 
+def started(instance: dg.DagsterInstance, run_id: str) -> float:
+    """When a run was created (0 when Dagster no longer knows it): orders undo, newest first."""
+    found = instance.get_run_records(dg.RunsFilter(run_ids=[run_id]), limit=1)
+    return found[0].create_timestamp.timestamp() if found else 0.0
+
+
 def reset_orders(instance: dg.DagsterInstance) -> dict[str, int]:
     """Each batch an earlier reset restored -> the event log position of its latest reset."""
     out: dict[str, int] = {}

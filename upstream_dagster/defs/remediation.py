@@ -45,6 +45,11 @@ FIX = dg.AssetKey("incident_fix")
 class IncidentApproval(dg.Config):
     verdict_digest: str = Field(description="The digest shown on the incident_verdict asset.")
     reviewer: str = Field(description="Who approves; must be listed in policies.approvers.")
+    proof: str = Field(
+        default="",
+        description="Your signature over this approval (`upstream sign`), when estate.yaml "
+        "requires signed approvals: proof of who you are, not a secret.",
+    )
 
 
 @dg.asset(
@@ -64,7 +69,7 @@ def incident_fix(
 ) -> dg.MaterializeResult[Any]:
     v = incident_verdict
     automatic = context.run.tags.get(AUTOMATIC_TAG) == "true"
-    request = gate.Request(config.verdict_digest, config.reviewer, automatic)
+    request = gate.Request(config.verdict_digest, config.reviewer, automatic, config.proof)
     decision = gate.decide(upstream.spec().policies, request, fixes.subject(v))
     if decision.verdict == "refuse":
         raise dg.Failure(f"{decision.problem}; fix: {decision.fix}")

@@ -182,6 +182,7 @@ def write_batch(
     chosen: tuple[Proposal, ...],
     warehouse: Warehouse | None = None,
     run_id: str = "",
+    journal: changes.Journal | None = None,
 ) -> BatchWrite:
     """Each chosen proposal through its change writer; a failing write is a receipt, not an
     exception, and everything that landed keeps its pre-image. Each assertion written is run
@@ -189,7 +190,7 @@ def write_batch(
     receipts: list[tuple[str, Receipt]] = []
     pre_images: list[PreImage] = []
     for p in chosen:
-        for receipt, pre in changes.apply(graph, p.asset, p.effective_change()):
+        for receipt, pre in changes.apply(graph, p.asset, p.effective_change(), journal):
             receipts.append((p.id, receipt))
             if receipt.written:
                 pre_images.append(pre)

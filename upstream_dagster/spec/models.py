@@ -151,6 +151,13 @@ class Policies(Strict):
         default_factory=list
     )
     max_auto_risk: float = Field(default=0.3, ge=0, le=1)
+    # Who an approval is from. "signed": each approval carries an ed25519 signature over what
+    # it approves, by the key approver_keys lists for that name (`upstream keygen NAME` makes
+    # one). "not-enforced": a typed name is taken at its word: for a demo, never production.
+    identity: Literal["signed", "not-enforced"] = "signed"
+    approver_keys: dict[str, Annotated[str, Field(pattern=r"^[A-Za-z0-9+/]{43}=$")]] = Field(
+        default_factory=dict
+    )
     reliability: ReliabilityPolicy = Field(default_factory=ReliabilityPolicy)
     risk: RiskPolicy = Field(default_factory=RiskPolicy)
 
@@ -160,6 +167,12 @@ class Policies(Strict):
             raise ValueError(
                 f"actuation {self.actuation!r} needs someone to approve: name who "
                 "may in 'approvers', or use 'actuation: dry-run'"
+            )
+        unknown = sorted(set(self.approver_keys) - set(self.approvers))
+        if unknown:
+            raise ValueError(
+                f"approver_keys names {', '.join(unknown)}, who is not in approvers: add them "
+                "to approvers or remove the key"
             )
         return self
 

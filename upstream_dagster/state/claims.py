@@ -8,17 +8,29 @@ succeeds; the other is refused and told which run wrote the batch.
 
 from __future__ import annotations
 
+import json
+import os
+import socket
 import sqlite3
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from upstream_dagster.errors import UpstreamError
+
+Json = dict[str, Any]
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS claims (batch_digest TEXT PRIMARY KEY, run_id TEXT NOT NULL,
                                    reviewer TEXT NOT NULL, claimed_at INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS holders (batch_digest TEXT PRIMARY KEY, host TEXT NOT NULL,
+                                    pid INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS ledger (run_id TEXT NOT NULL, seq INTEGER NOT NULL,
+                                   batch_digest TEXT NOT NULL, pre_image TEXT NOT NULL,
+                                   undone INTEGER NOT NULL DEFAULT 0,
+                                   PRIMARY KEY (run_id, seq));
 CREATE TABLE IF NOT EXISTS released (batch_digest TEXT NOT NULL, run_id TEXT NOT NULL,
                                      reviewer TEXT NOT NULL, released_at INTEGER NOT NULL,
                                      why TEXT NOT NULL);
@@ -60,21 +72,84 @@ def _db(state_dir: Path) -> Iterator[sqlite3.Connection]:
         con.close()
 
 
+def alive(host: str, pid: int) -> bool:
+    """Whether the process that took a claim still runs (only this host's can be checked; a
+    claim from another host counts as alive)."""
+    if host != socket.gethostname():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def claim(state_dir: Path, digest: str, run_id: str, reviewer: str) -> None:
+    """Take the batch for ``run_id``, at most once. A claim whose process died (killed during
+    its write-back, say) is released first, in the ``released`` record: the writes it made
+    are in the ledger, and `reset` undoes them."""
     with _db(state_dir) as con:
-        try:
+        con.execute("BEGIN IMMEDIATE")
+        row = con.execute(
+            "SELECT c.run_id, c.reviewer, h.host, h.pid FROM claims c LEFT JOIN holders h "
+            "ON h.batch_digest = c.batch_digest WHERE c.batch_digest = ?",
+            [digest],
+        ).fetchone()
+        if row and row[2] is not None and not alive(row[2], int(row[3])):
             con.execute(
-                "INSERT INTO claims VALUES (?, ?, ?, ?)",
-                [digest, run_id, reviewer, int(time.time())],
+                "INSERT INTO released VALUES (?, ?, ?, ?, ?)",
+                [digest, row[0], row[1], int(time.time()), f"its process {row[3]} died"],
             )
-        except sqlite3.IntegrityError:
-            (other, who) = con.execute(
-                "SELECT run_id, reviewer FROM claims WHERE batch_digest = ?", [digest]
-            ).fetchone()
+            con.execute("DELETE FROM claims WHERE batch_digest = ?", [digest])
+            row = None
+        if row:
+            con.execute("ROLLBACK")
             raise BatchRefused(
-                f"batch {digest} was already written by run {other} (approved by {who})",
+                f"batch {digest} was already written by run {row[0]} (approved by {row[1]})",
                 "re-run the score job to plan a new batch; a batch is written at most once",
-            ) from None
+            )
+        con.execute(
+            "INSERT INTO claims VALUES (?, ?, ?, ?)", [digest, run_id, reviewer, int(time.time())]
+        )
+        con.execute(
+            "INSERT OR REPLACE INTO holders VALUES (?, ?, ?)",
+            [digest, socket.gethostname(), os.getpid()],
+        )
+        con.execute("COMMIT")
+
+
+def record(state_dir: Path, run_id: str, seq: int, digest: str, pre: Json) -> None:
+    """An aspect's pre-image, made durable before the aspect is written: a write-back killed
+    at any instant leaves every write it may have made undoable."""
+    with _db(state_dir) as con:
+        con.execute(
+            "INSERT OR REPLACE INTO ledger (run_id, seq, batch_digest, pre_image) "
+            "VALUES (?, ?, ?, ?)",
+            [run_id, seq, digest, json.dumps(pre)],
+        )
+
+
+def unfinished(state_dir: Path, finished_runs: set[str]) -> list[tuple[str, str, list[Json]]]:
+    """(digest, run, pre-images in write order) of every write-back in the ledger that is not
+    undone and never finished (no journal entry): a run that died part-way."""
+    with _db(state_dir) as con:
+        rows = con.execute(
+            "SELECT run_id, batch_digest, pre_image FROM ledger WHERE undone = 0 "
+            "ORDER BY run_id, seq"
+        ).fetchall()
+    out: dict[str, tuple[str, list[Json]]] = {}
+    for run_id, digest, pre in rows:
+        if run_id not in finished_runs:
+            out.setdefault(run_id, (digest, []))[1].append(json.loads(pre))
+    return [(digest, run, pres) for run, (digest, pres) in out.items()]
+
+
+def undone(state_dir: Path, run_ids: set[str]) -> None:
+    """The ledger's writes of these runs were restored."""
+    with _db(state_dir) as con:
+        con.executemany("UPDATE ledger SET undone = 1 WHERE run_id = ?", [[r] for r in run_ids])
 
 
 def release(state_dir: Path, digest: str, why: str) -> bool:
