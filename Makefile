@@ -87,6 +87,11 @@ calibrate: install
 bench-cli: install
 	$(BIN)/python -m upstream_dagster.evaluation.bench.cli --rounds 3 score plan queue
 
+## Generated bad input (estate and scenario files, SQL, approvals, environment values): prints
+## tried / clean error / accepted / wrongly accepted / traceback / data lost; fails on any bad one.
+bench-hardening: install
+	$(BIN)/python -m upstream_dagster.evaluation.bench.hardening --tries 500 --seed 1
+
 ## Scoring benchmark on generated estates of 10,000 and 100,000 datasets (minutes the first time).
 bench-scale: install
 	$(BIN)/python -m upstream_dagster.evaluation.bench.score --datasets 10000 100000

@@ -9,6 +9,7 @@ import typer
 from rich.console import Console
 
 from upstream_dagster import settings as settings_mod
+from upstream_dagster.clock import CLOCK_ENV, ClockError
 from upstream_dagster.datahub import Target, connected
 from upstream_dagster.datahub.summary import summarize
 from upstream_dagster.errors import UpstreamError
@@ -34,6 +35,8 @@ def guarded(step: Callable[[], T]) -> T:
         return step()
     except UpstreamError as exc:
         fail(exc)
+    except ClockError as exc:
+        fail(UpstreamError(str(exc), f"unset {CLOCK_ENV} or give it an ISO-8601 instant"))
 
 
 def plain(text: str) -> None:

@@ -16,7 +16,7 @@ from upstream_dagster.datahub import _sdk
 from upstream_dagster.datahub.gms import GmsGraph
 from upstream_dagster.datahub.lite import LiteGraph
 from upstream_dagster.datahub.protocol import MetadataGraph
-from upstream_dagster.errors import redact
+from upstream_dagster.errors import DataHubUnavailable, redact
 from upstream_dagster.settings import Settings
 
 
@@ -44,6 +44,12 @@ class Target:
 
 def open_graph(target: Target | Settings, *, create: bool = False) -> MetadataGraph:
     where = target if isinstance(target, Target) else Target.of(target)
+    for folder in (where.sdk_home.parent, where.lite_file.parent):
+        if folder.exists() and not folder.is_dir():
+            raise DataHubUnavailable(
+                f"the state folder {folder} is a file, not a folder",
+                "point UPSTREAM_STATE_DIR at a folder (it is created if missing)",
+            )
     _sdk.prepare(where.sdk_home)
     if where.gms_url:
         return GmsGraph(where.gms_url, where.gms_token)

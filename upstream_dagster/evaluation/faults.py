@@ -9,6 +9,8 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from pathlib import Path
 
+import duckdb
+
 from upstream_dagster.errors import UpstreamError
 from upstream_dagster.evaluation.scenario import Fault
 from upstream_dagster.reliability.sqlguard import guard
@@ -145,7 +147,15 @@ def apply_faults(path: Path, faults: list[Fault], now: datetime) -> list[str]:
                         + ", ".join(sorted(tables)[:8]),
                     )
                 for sql in fault_sql(fault, cols, now):
-                    bounded(con, sql)
+                    try:
+                        bounded(con, sql)
+                    except duckdb.Error as exc:
+                        raise UpstreamError(
+                            f"the {fault.kind} fault on {fault.table} could not run: "
+                            f"{str(exc).splitlines()[0]}",
+                            f"check its column and where against {fault.table}'s columns: "
+                            + ", ".join(c for c, _ in cols[:12]),
+                        ) from None
                     done.append(sql)
             con.execute("COMMIT")
         except BaseException:

@@ -10,12 +10,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-import yaml
+import sqlglot
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from sqlglot import exp
-from sqlglot.errors import ParseError
+from sqlglot.errors import ParseError, TokenError
 
 from upstream_dagster.errors import UpstreamError
+from upstream_dagster.spec.loader import read_yaml
 
 FaultKind = Literal[
     "rename_column",
@@ -44,6 +45,22 @@ def sql_type(text: str) -> str:
     return parsed.sql("duckdb")
 
 
+def condition(text: str) -> str:
+    """``text`` parsed as one SQL condition (a WHERE clause's body) and rendered back by
+    sqlglot; ValueError for anything else: a comment that would swallow the rest of the
+    statement, a second statement, a write, a subquery reading another table."""
+    if "--" in text or "/*" in text or ";" in text:
+        raise ValueError(f"where {text!r} holds a comment or a ';': write one plain condition")
+    try:
+        parsed = sqlglot.parse_one(f"SELECT 1 WHERE {text}", read="duckdb")
+    except (ParseError, TokenError) as exc:
+        raise ValueError(f"where {text!r} is not a SQL condition") from exc
+    where = parsed.args.get("where") if isinstance(parsed, exp.Select) else None
+    if where is None or any(isinstance(n, exp.Select | exp.Query) for n in where.walk()):
+        raise ValueError(f"where {text!r} must be one condition over the relation's own columns")
+    return str(where.this.sql("duckdb"))
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -54,8 +71,8 @@ class Fault(_Strict):
     column: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_]+$")
     to: str | None = Field(default=None, description="new name (rename) or type (change_type)")
     fraction: float | None = Field(default=None, gt=0, le=1)
-    factor: float | None = None
-    hours: float | None = Field(default=None, gt=0)
+    factor: float | None = Field(default=None, allow_inf_nan=False, ge=-1e6, le=1e6)
+    hours: float | None = Field(default=None, gt=0, le=24 * 366 * 10, allow_inf_nan=False)
     days: int | None = Field(default=None, ge=1, description="only rows of the last N days")
     where: str | None = Field(default=None, description="a SQL condition selecting rows")
 
@@ -77,6 +94,8 @@ class Fault(_Strict):
             raise ValueError(f"rename target {self.to!r} must be a plain column name")
         if self.kind == "change_type" and self.to:
             sql_type(self.to)
+        if self.where is not None:
+            condition(self.where)
         return self
 
     @property
@@ -180,13 +199,13 @@ class Scenario(_Strict):
 
 
 def load_scenario(path: Path) -> Scenario:
-    if not path.is_file():
+    if not path.exists():
         raise UpstreamError(f"scenario {path} does not exist", "pass a file from scenarios/")
+    data, _ = read_yaml(path)  # a regular UTF-8 file, no bombs: errors name the problem
+    if data is not None and not isinstance(data, dict):
+        raise UpstreamError(f"{path} holds no mapping", "see scenarios/README.md for the shape")
     try:
-        data = yaml.safe_load(path.read_text())
         return Scenario.model_validate({"name": path.stem, **(data or {})})
-    except yaml.YAMLError as exc:
-        raise UpstreamError(f"{path} is not valid YAML: {exc}", "fix the YAML syntax") from exc
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])

@@ -179,8 +179,10 @@ def _describe(error: Any, lines: dict[Loc, int], file: Path) -> SpecError:
     return SpecError(file, _line_of(lines, loc), f"{dotted}: {message}{shown}", fix)
 
 
-def load_estate(path: Path | str) -> EstateSpec:
-    file = Path(path)
+def read_yaml(file: Path) -> tuple[Any, dict[Loc, int]]:
+    """A YAML file, read as Upstream reads every file a person writes: a regular UTF-8 file
+    of bounded size, no key twice, no control characters, no alias bombs, no runaway nesting.
+    Returns the data and the line of every key path; errors are `SpecError`s."""
     text = _read(file)
     try:
         node = yaml.compose(text, Loader=yaml.SafeLoader)
@@ -190,8 +192,8 @@ def load_estate(path: Path | str) -> EstateSpec:
         raise SpecError(
             file,
             None,
-            "the YAML is nested too deeply to be an estate file",
-            "an estate file nests a few levels: tiers, match, requirements",
+            "the YAML is nested too deeply to be a file a person wrote",
+            "an estate or scenario file nests a few levels",
         ) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
@@ -202,6 +204,13 @@ def load_estate(path: Path | str) -> EstateSpec:
             f"invalid YAML: {problem}",
             "fix the YAML syntax at that line (indentation, a missing ':' or quote)",
         ) from exc
+    return data, lines
+
+
+def load_estate(path: Path | str) -> EstateSpec:
+    file = Path(path)
+    data, lines = read_yaml(file)
+    node = data
     if node is None or not isinstance(data, dict):
         raise SpecError(
             file,
