@@ -829,3 +829,17 @@ def test_the_capture_script_records_what_each_modelled_fixture_holds(
     for name, fixture in found.items():
         want = [shape(e) for e in EXCHANGES[name]["exchanges"]]
         assert [shape(e) for e in fixture["exchanges"]] == want, name
+
+
+def test_modelled_a_server_older_than_1_7_gets_no_document_and_says_where_the_rca_stays(
+    old_server: Replay,
+) -> None:
+    """The post-mortem Document needs DataHub 1.7 (documents.graphql): a 1.5 server is sent
+    nothing, and the receipt says the analysis stays in the incident's description."""
+    graph = GmsGraph(HOST)
+    before = len(old_server.sent)
+    info = {"title": "Post-mortem", "contents": {"text": "x"}, "status": {"state": "PUBLISHED"}}
+    receipt = graph.write_aspect("urn:li:document:upstream-postmortem-x", "documentInfo", info)
+    assert not receipt.written and "has no Document entity" in receipt.detail
+    assert "incident's description" in receipt.detail
+    assert len(old_server.sent) == before  # nothing was sent

@@ -29,8 +29,10 @@ def _aspect(graph: object, urn: str, aspect: str) -> dict | None:
 
 
 def test_vendor_drift_from_sensor_to_resolved_incident(estate: settings_mod.Settings) -> None:
+    from urllib.parse import quote
+
     from upstream_dagster.datahub import open_graph
-    from upstream_dagster.datahub.scribe import ROOT_TAG, incident_urn
+    from upstream_dagster.datahub.scribe import ROOT_TAG, document_urn, incident_urn
     from upstream_dagster.definitions import build
     from upstream_dagster.defs.journal import waiting_incidents
     from upstream_dagster.runs import dagster_instance
@@ -100,8 +102,15 @@ def test_vendor_drift_from_sensor_to_resolved_incident(estate: settings_mod.Sett
         incident = _aspect(graph, incident_urn(outcome.key), "incidentInfo")
         assert incident and incident["status"]["state"] == "RESOLVED"
         assert "[E" in incident["description"] and incident["entities"] == [v.symptom]
+        # the post-mortem is a DataHub Document, related to the symptom, cause and impact
+        post = _aspect(graph, document_urn(outcome.key), "documentInfo")
+        assert post and post["title"].startswith("Post-mortem:")
+        related = {r["asset"] for r in post["relatedAssets"]}
+        assert {v.symptom, v.cause} <= related
+        assert "approved by alice" in post["contents"]["text"] and "[E" in post["contents"]["text"]
         runbook = _aspect(graph, v.cause, "institutionalMemory")
         assert runbook and "rename" in runbook["elements"][0]["description"]
+        assert quote(document_urn(outcome.key), safe="") in runbook["elements"][0]["url"]
         assert incident_urn(outcome.key) in runbook["elements"][0]["description"]
         for urn in (v.cause, v.symptom):
             props = _aspect(graph, urn, "structuredProperties")["properties"]
@@ -138,6 +147,7 @@ def test_vendor_drift_from_sensor_to_resolved_incident(estate: settings_mod.Sett
     try:
         assert not graph.search_prefix("urn:li:assertion:upstream-guard-")
         assert _aspect(graph, v.cause, "institutionalMemory") is None
+        assert _aspect(graph, document_urn(outcome.key), "documentInfo") is None
         incident = _aspect(graph, incident_urn(outcome.key), "incidentInfo")
         assert incident and incident["status"]["state"] == "ACTIVE"  # as the verdict raised it
     finally:

@@ -11,7 +11,7 @@ import os
 import dagster as dg
 
 from upstream_dagster import settings as settings_mod
-from upstream_dagster.defs import conformance, coverage, reliability, remediation
+from upstream_dagster.defs import conformance, coverage, notify, reliability, remediation
 from upstream_dagster.defs.resources import resources
 from upstream_dagster.spec import load_estate
 from upstream_dagster.warehouse.dbt_project import DbtProject, dbt_executable
@@ -29,6 +29,7 @@ def core(settings: settings_mod.Settings) -> dg.Definitions:
     return dg.Definitions.merge(
         conformance.defs,
         coverage.defs,
+        notify.defs,
         dg.Definitions(resources=resources(settings), executor=dg.in_process_executor),
     )
 
@@ -58,6 +59,7 @@ def build(settings: settings_mod.Settings) -> dg.Definitions:
         ),
         conformance.defs,
         coverage.defs,
+        notify.defs,
         reliability.defs,
         remediation.defs,
         dg.Definitions(

@@ -150,3 +150,11 @@ def sign(
     if kind not in ("batch", "fix"):
         fail(UpstreamError(f"unknown kind {kind!r}", "pass --kind batch or --kind fix"))
     plain(guarded(lambda: keys.sign(key or keys.default_key(reviewer), kind, digest, reviewer)))
+
+
+@app.command("mcp")
+def mcp_server() -> None:
+    """Serve the read-only MCP tools (dial, violations, queue, incidents) over stdio."""
+    from upstream_dagster.cli.assistant import server  # the MCP SDK loads only for this
+
+    server(settings_mod.load()).run("stdio")

@@ -105,8 +105,16 @@ def run_recipe(target: Target, recipe: dict[str, Any], label: str) -> IngestRepo
     _sdk.prepare(target.sdk_home)
     from datahub.ingestion.run.pipeline import Pipeline
 
+    class OfflinePipeline(Pipeline):
+        """DataHub's pipeline, minus its version check: that asks pypi.org and GitHub for the
+        latest releases on every run, and Upstream makes no network call DataHub's own sink
+        does not need (nothing is fetched at run time; these machines are offline)."""
+
+        def _warn_old_cli_version(self) -> None:
+            return
+
     try:
-        pipeline = Pipeline.create(recipe)
+        pipeline = OfflinePipeline.create(recipe)
         pipeline.run()
     except Exception as exc:  # noqa: BLE001 - DataHub raises many types; we name the step
         raise BuildFailed(

@@ -7,6 +7,8 @@ recorded before it (`Written`), so an incident's write-back can be undone like a
 from __future__ import annotations
 
 import hashlib
+import os
+from urllib.parse import quote
 
 from upstream_dagster import clock
 from upstream_dagster.conformance.proposals import Change
@@ -123,17 +125,85 @@ def remember(graph: MetadataGraph, v: Verdict, mttr_minutes: float) -> list[Writ
     return written
 
 
-def runbook(graph: MetadataGraph, v: Verdict, incident: str | None = None) -> list[Written]:
-    """A runbook link on the cause. ``incident`` is the URN DataHub gave the incident (a GMS
-    names it itself); without it, Upstream's own key URN is cited."""
+FRONTEND_ENV = "DATAHUB_FRONTEND_URL"  # where people open DataHub; links point there
+
+
+def document_urn(key: str) -> str:
+    return f"urn:li:document:upstream-postmortem-{hashlib.sha1(key.encode()).hexdigest()[:20]}"
+
+
+def document_link(urn: str) -> str:
+    base = os.environ.get(FRONTEND_ENV, "http://localhost:9002").rstrip("/")
+    return f"{base}/document/{quote(urn, safe='')}"
+
+
+def post_mortem(
+    graph: MetadataGraph,
+    v: Verdict,
+    impacted: tuple[str, ...],
+    minutes: float,
+    approved_by: str,
+    incident: str | None = None,
+) -> list[Written]:
+    """The post-mortem as a DataHub Document: what failed, the cause with its evidence, the
+    fix and who approved it, the time to resolve; related to the symptom, the cause and every
+    impacted asset, so it shows on each of them. A server older than 1.7 has no Document: the
+    write is refused with that reason, and the incident's description keeps the analysis."""
+    if not v.concluded or v.cause is None:
+        return []
+    related = list(dict.fromkeys(u for u in (v.symptom, v.cause, *impacted) if u))
+    text = "\n".join(
+        [
+            f"# Post-mortem: {v.headline()}",
+            "",
+            f"**What failed:** {v.check.description or v.check.assertion} on {v.symptom}.",
+            f"**Cause:** {v.headline()} (confidence {v.confidence:.2f}).",
+            f"**Fix:** {v.remedy.summary}; approved by {approved_by or 'nobody recorded'}.",
+            f"**Time to resolve:** {minutes:.0f} minutes.",
+            f"**Incident:** {incident or incident_urn(v.key)}.",
+            f"**Impacted:** {', '.join(related)}.",
+            "",
+            "## The analysis",
+            "",
+            rca_markdown(v),
+        ]
+    )
+    info: Json = {
+        "title": f"Post-mortem: {v.headline()}"[:200],
+        "contents": {"text": text},
+        "status": {"state": "PUBLISHED"},
+        "created": _stamp(),
+        "lastModified": _stamp(),
+        "relatedAssets": [{"asset": u} for u in related],
+        "customProperties": {
+            "incident": incident or incident_urn(v.key),
+            "approvedBy": approved_by,
+            "timeToResolveMinutes": f"{minutes:.1f}",
+            "failureClass": v.failure_class or "",
+        },
+    }
+    return [changes.write(graph, document_urn(v.key), "documentInfo", info)]
+
+
+def runbook(
+    graph: MetadataGraph, v: Verdict, incident: str | None = None, document: str | None = None
+) -> list[Written]:
+    """A runbook link on the cause, pointing at the post-mortem Document when DataHub holds
+    one. ``incident`` is the URN DataHub gave the incident (a GMS names it itself); without
+    it, Upstream's own key URN is cited."""
     if not v.concluded or v.cause is None:
         return []
     steps = (
         f"Runbook ({v.failure_class}{' of ' + v.column if v.column else ''}): when "
         f"{v.check.description or 'this check'} fails downstream, check this feed first. "
-        f"Fix: {v.remedy.summary}. Learned from incident {incident or incident_urn(v.key)}."
+        f"Fix: {v.remedy.summary}. Learned from incident {incident or incident_urn(v.key)}"
+        + (f"; post-mortem {document}." if document else ".")
     )
-    url = f"https://upstream.invalid/runbooks/{v.failure_class}/{v.key}"
+    url = (
+        document_link(document)
+        if document
+        else f"https://upstream.invalid/runbooks/{v.failure_class}/{v.key}"
+    )
     return changes.apply(graph, v.cause, Change("add_memory", (url, steps)))
 
 

@@ -115,7 +115,8 @@ def incident_resolution(
         )
     immunize = upstream.spec().policies.reliability.immunize_on_resolve
     with datahub.graph() as graph:
-        done = fixes.resolve(graph, v, immunize)
+        approver = claims.approver_of(upstream.state, fixes.claim_key(v))
+        done = fixes.resolve(graph, v, immunize, approver)
     entry = {
         "batch_digest": fixes.claim_key(v),
         "reviewer": journal.latest_for(context.instance, FIX, v.key).get("reviewer", ""),

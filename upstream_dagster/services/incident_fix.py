@@ -101,7 +101,7 @@ class Resolution:
         return len(self.written) - self.writes
 
 
-def resolve(graph: MetadataGraph, v: Verdict, immunize: bool) -> Resolution:
+def resolve(graph: MetadataGraph, v: Verdict, immunize: bool, approved_by: str = "") -> Resolution:
     passed, message = check_passes(graph, v)
     closed = scribe.close_incident(graph, v, passed, message)
     written = [closed]
@@ -109,11 +109,14 @@ def resolve(graph: MetadataGraph, v: Verdict, immunize: bool) -> Resolution:
         minutes = (clock.observed_ms() - v.window.symptom_ms) / 60000
         # cite the incident by the URN DataHub holds it under (a GMS names it itself)
         incident = closed.receipt.urn if closed.receipt.written else None
-        written += scribe.runbook(graph, v, incident)
-        written += scribe.remember(graph, v, minutes)
         # the datasets between cause and symptom, the symptom, and the dashboards beyond
         path = v.ranked[0][0].path[1:] if v.ranked else ()
         impacted = (*path, *(v.consumers or _blast_radius(graph, v)))
+        document = scribe.post_mortem(graph, v, impacted, minutes, approved_by, incident)
+        written += document
+        held = next((w.receipt.urn for w in document if w.receipt.written), None)
+        written += scribe.runbook(graph, v, incident, held)
+        written += scribe.remember(graph, v, minutes)
         written += scribe.tag_blast_radius(graph, v, impacted)
         if immunize:
             written += scribe.guard_assertions(graph, v)

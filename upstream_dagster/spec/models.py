@@ -144,6 +144,15 @@ class RiskPolicy(Strict):
     critical_terms: list[str] = Field(default_factory=list)
 
 
+class Notify(Strict):
+    """Where a nudge goes when something waits on a person: an incoming webhook in Slack's
+    shape. The URL is a secret, so estate.yaml names the environment variable holding it."""
+
+    webhook_env: str = Field(default="UPSTREAM_WEBHOOK_URL", pattern=r"^[A-Z_][A-Z0-9_]*$")
+    ui_url: str = Field(default="http://localhost:3000", description="The Dagster UI's address")
+    attempts: int = Field(default=3, ge=1, le=20, description="Ticks to retry a failing send")
+
+
 class Policies(Strict):
     actuation: Literal["dry-run", "ratify", "auto"] = "dry-run"  # writes nothing by default
     max_proposals_per_run: int = Field(default=25, gt=0)
@@ -160,6 +169,7 @@ class Policies(Strict):
     )
     reliability: ReliabilityPolicy = Field(default_factory=ReliabilityPolicy)
     risk: RiskPolicy = Field(default_factory=RiskPolicy)
+    notify: Notify | None = None  # unset: no nudges
 
     @model_validator(mode="after")
     def _someone_approves(self) -> Policies:

@@ -171,6 +171,13 @@ def release(state_dir: Path, digest: str, why: str) -> bool:
     return row is not None
 
 
+def approver_of(state_dir: Path, digest: str) -> str:
+    """Who approved the claimed batch or fix ('' when nobody holds it)."""
+    with _db(state_dir) as con:
+        row = con.execute("SELECT reviewer FROM claims WHERE batch_digest = ?", [digest]).fetchone()
+    return str(row[0]) if row else ""
+
+
 def claimed_by(state_dir: Path, digest: str) -> str | None:
     with _db(state_dir) as con:
         row = con.execute("SELECT run_id FROM claims WHERE batch_digest = ?", [digest]).fetchone()

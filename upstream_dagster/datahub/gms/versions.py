@@ -17,6 +17,8 @@ FIRST: dict[str, Version] = {
     "incident_status": (1, 3, 0),
     # the timeline category OWNERSHIP; OWNER stays an accepted alias (PR 16929)
     "ownership_category": (1, 6, 0),
+    # the Document entity (documentInfo; createDocument in documents.graphql)
+    "document": (1, 7, 0),
 }
 
 

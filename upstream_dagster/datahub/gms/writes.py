@@ -48,6 +48,14 @@ class GmsWrites(GmsReads):
         }.get(aspect)
         from datahub.configuration.common import GraphError
 
+        if aspect == "documentInfo" and not self.supports("document"):
+            return Receipt(
+                urn,
+                aspect,
+                False,
+                f"{self.server} has no Document entity (DataHub 1.7 added it): the "
+                "post-mortem stays in the incident's description",
+            )
         try:
             if special is not None:
                 return special(urn, value)

@@ -1,0 +1,111 @@
+"""The dial for assistants: a read-only MCP server over the services the command line uses.
+
+`upstream mcp` serves it over stdio. Its tools read DataHub and Dagster's journal and nothing
+else: none writes, approves or launches anything (each is marked read-only), so an assistant
+can answer "how conformant are we, what is wrong with this table, what waits on me, why did
+this page fire" and a person still does every write.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp_types import ToolAnnotations
+
+from upstream_dagster import clock, runs
+from upstream_dagster.conformance.score import render
+from upstream_dagster.datahub import connected
+from upstream_dagster.datahub.readpath import read_context
+from upstream_dagster.defs import journal
+from upstream_dagster.errors import UpstreamError
+from upstream_dagster.services import scoring
+from upstream_dagster.settings import Settings
+from upstream_dagster.spec.loader import load_estate
+from upstream_dagster.spec.urns import relation_of
+
+
+@contextmanager
+def _named() -> Iterator[None]:
+    """An Upstream error reaches the assistant whole: the problem and the fix."""
+    try:
+        yield
+    except UpstreamError as exc:
+        raise ToolError(f"{exc.problem}; fix: {exc.fix}") from None
+
+
+READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True)
+
+
+def server(settings: Settings) -> MCPServer:
+    app: MCPServer = MCPServer(
+        "upstream",
+        instructions="Read-only views of Upstream: the conformance dial of estate.yaml against "
+        "DataHub, a dataset's violations and why, what waits on a person, and an incident's "
+        "root-cause analysis. Nothing here writes; approvals are made by a person.",
+    )
+
+    @app.tool(annotations=READ_ONLY)
+    def dial() -> str:
+        """The conformance dial: per tier and per requirement, as DataHub reads now."""
+        with _named(), connected(settings) as graph:
+            spec = load_estate(settings.estate_file)
+            return render(scoring.read_and_score(graph, spec, clock.now_ms()))
+
+    @app.tool(annotations=READ_ONLY)
+    def violations(dataset: str) -> str:
+        """A dataset's failing requirements, why each fails, and its risk arithmetic.
+        ``dataset``: its name as schema.table, or a DataHub URN."""
+        with _named(), connected(settings) as graph:
+            spec = load_estate(settings.estate_file)
+            ctx = read_context(graph, clock.now_ms())
+            dial = scoring.dial_of(graph, spec, ctx)
+        wanted = dataset.strip().lower()
+        found = [
+            v
+            for v in scoring.ranked(ctx, spec, dial)
+            if wanted in (v.check.asset.lower(), relation_of(v.check.asset))
+        ]
+        if not found:
+            scored = {r.asset for r in dial.results}
+            known = any(wanted in (u.lower(), relation_of(u)) for u in scored)
+            return (
+                f"{dataset}: every requirement passes."
+                if known
+                else f"{dataset} is not scored: no tier of estate.yaml selects it."
+            )
+        return "\n".join(
+            f"- {v.check.requirement} ({v.check.tier}): {v.check.reason}; "
+            f"risk {v.risk.score:.2f} = {v.risk.explain()}"
+            for v in found
+        )
+
+    @app.tool(annotations=READ_ONLY)
+    def queue() -> str:
+        """Everything waiting on a person: the coverage batch and incident fixes to approve."""
+        instance = runs.dagster_instance(settings)
+        planned = journal.latest(instance, journal.QUEUE)
+        lines = [line for line in str(planned.get("queue", "")).splitlines() if line.strip()]
+        lines += [f"- {w}" for w in journal.waiting_incidents(instance, settings.state_dir)]
+        return "\n".join(lines) or "Nothing is waiting on a person."
+
+    @app.tool(annotations=READ_ONLY)
+    def incident(key: str) -> str:
+        """An incident's root-cause analysis: cause, confidence, evidence, patch."""
+        found = journal.verdict(runs.dagster_instance(settings), key)
+        if found is None:
+            raise ToolError(f"no investigation of {key!r}; list them with the incidents tool")
+        return f"{found.conclusion}\n\n{found.rca}"
+
+    @app.tool(annotations=READ_ONLY)
+    def incidents() -> str:
+        """Every investigated incident: its key, conclusion and confidence."""
+        found = journal.verdicts(runs.dagster_instance(settings))
+        return (
+            "\n".join(f"- {v.key}: {v.conclusion} (confidence {v.confidence:.2f})" for v in found)
+            or "No incident has been investigated."
+        )
+
+    return app
