@@ -6,37 +6,28 @@ a traceback, never a row lost."""
 from __future__ import annotations
 
 import random
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-import duckdb
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from upstream_dagster.evaluation.bench import hardening
 
-KINDS = ("estate", "scenario", "sql", "approval", "env")
-
 
 @pytest.fixture(scope="module")
 def scratch() -> Iterator[tuple[Path, Path, str]]:
-    with tempfile.TemporaryDirectory() as tmp:
-        folder = Path(tmp)
-        warehouse = folder / "w.duckdb"
-        con = duckdb.connect(str(warehouse))
-        con.execute("CREATE SCHEMA s; CREATE TABLE s.t AS SELECT range AS a FROM range(1000)")
-        con.close()
-        yield folder, warehouse, hardening._checksum(warehouse)
+    with hardening.scratch() as found:
+        yield found
 
 
 @pytest.fixture(scope="module")
 def policies() -> object:
-    return hardening._signed_policies()
+    return hardening.signed_policies()
 
 
-@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("kind", hardening.KINDS)
 def test_generated_bad_input_is_refused_cleanly(
     kind: str, scratch: tuple[Path, Path, str], policies: object
 ) -> None:

@@ -268,24 +268,32 @@ def _checksum(path: Path) -> str:
     return hashlib.sha256(repr((rows, sorted(tables))).encode()).hexdigest()
 
 
-def run(tries: int, seed: int) -> list[Try]:
-    rng = random.Random(seed)
-    out: list[Try] = []
-    policies = _signed_policies()
+KINDS = ("estate", "scenario", "sql", "approval", "env")
+
+
+@contextmanager
+def scratch() -> Iterator[tuple[Path, Path, str]]:
+    """A throwaway folder with a small warehouse: (folder, warehouse, its checksum)."""
     with tempfile.TemporaryDirectory() as tmp:
-        scratch = Path(tmp)
-        warehouse = scratch / "w.duckdb"
+        folder = Path(tmp)
+        warehouse = folder / "w.duckdb"
         con = duckdb.connect(str(warehouse))
         con.execute("CREATE SCHEMA s; CREATE TABLE s.t AS SELECT range AS a FROM range(1000)")
         con.close()
-        before = _checksum(warehouse)
-        for i in range(tries):
-            kind = ("estate", "scenario", "sql", "approval", "env")[i % 5]
-            out.append(one(kind, rng, scratch, warehouse, before, policies))
-    return out
+        yield folder, warehouse, _checksum(warehouse)
 
 
-def _signed_policies() -> Policies:
+def run(tries: int, seed: int) -> list[Try]:
+    rng = random.Random(seed)
+    policies = signed_policies()
+    with scratch() as (folder, warehouse, before):
+        return [
+            one(KINDS[i % len(KINDS)], rng, folder, warehouse, before, policies)
+            for i in range(tries)
+        ]
+
+
+def signed_policies() -> Policies:
     from upstream_dagster.state import keys  # a throwaway key for alice
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -350,7 +358,7 @@ def main() -> None:
     counts = Counter(t.outcome for t in tries)
     print(f"tried {len(tries)}: " + ", ".join(f"{o} {counts.get(o, 0)}" for o in OUTCOMES))
     by_kind = Counter((t.kind, t.outcome) for t in tries)
-    for kind in ("estate", "scenario", "sql", "approval", "env"):
+    for kind in KINDS:
         row = ", ".join(
             f"{o} {by_kind.get((kind, o), 0)}" for o in OUTCOMES if by_kind.get((kind, o))
         )
