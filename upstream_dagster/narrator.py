@@ -28,8 +28,9 @@ SYSTEM = (
 
 
 class Narrator:
-    def __init__(self, budget: int, client: Any = None) -> None:
+    def __init__(self, budget: int, client: Any = None, seconds: float | None = None) -> None:
         self.budget = budget
+        self.seconds = seconds
         self.used = 0
         self.skipped: list[str] = []
         self._client = client
@@ -43,7 +44,7 @@ class Narrator:
         if self._client is None:
             import anthropic
 
-            seconds = float(os.environ.get(TIMEOUT_ENV) or DEFAULT_TIMEOUT)
+            seconds = float(os.environ.get(TIMEOUT_ENV) or self.seconds or DEFAULT_TIMEOUT)
             self._client = anthropic.Anthropic(timeout=seconds, max_retries=1)
         return self._client.messages
 

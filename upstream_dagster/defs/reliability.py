@@ -133,7 +133,10 @@ def incident_verdict(
 ) -> dg.Output[Verdict]:
     fix, sim = incident_simulation
     spec = upstream.spec()
-    narrator = Narrator(spec.policies.reliability.budgets.model_calls)
+    narrator = Narrator(
+        spec.policies.reliability.budgets.model_calls,
+        seconds=spec.policies.reliability.budgets.model_seconds,
+    )
     t, g = incident_triage, incident_evidence
     v = investigation.verdict_step(spec, t, g, fix, sim, narrator)
     context.log.info(f"{v.headline()}; notified: {', '.join(v.owners) or 'no owner'}")

@@ -87,7 +87,11 @@ class Narration:
 
 def narrate(batch: Plan, spec: EstateSpec, client: object = None) -> tuple[Plan, Narration]:
     """Prose for description proposals when a model key is set; the digest is unchanged."""
-    narrator = Narrator(spec.policies.reliability.budgets.model_calls, client)
+    narrator = Narrator(
+        spec.policies.reliability.budgets.model_calls,
+        client,
+        spec.policies.reliability.budgets.model_seconds,
+    )
     if not narrator.enabled:
         return batch, Narration(False)
     proposals = []

@@ -105,6 +105,11 @@ def gather(
     """The lineage walk on ``graph`` with forensic SQL on ``warehouse`` (none: not run),
     keeping every read and every query it made (the incident's record)."""
     recorder = RecordingGraph(graph)
+    budgets = spec.policies.reliability.budgets
+    if warehouse is not None:  # each query bounded as estate.yaml's budgets say
+        warehouse = replace(
+            warehouse, query_seconds=budgets.query_seconds, query_memory_mb=budgets.query_memory_mb
+        )
     forensic = ForensicRecorder(warehouse.forensic if warehouse else _no_warehouse)
     g = gather_on(recorder, spec, t, forensic)
     return replace(g, record=tuple(recorder.reads), forensic=tuple(forensic.entries))

@@ -129,6 +129,12 @@ class Budgets(Strict):
     datahub_reads: int = Field(default=200, gt=0)
     forensic_queries: int = Field(default=20, ge=0)
     model_calls: int = Field(default=0, ge=0)
+    # Each forensic query may run this long and use this much memory; past either it stops.
+    query_seconds: float = Field(default=30, gt=0, le=3600, allow_inf_nan=False)
+    query_memory_mb: int = Field(default=1024, ge=64, le=65536)
+    # Each model call may take this long (one retry); an endpoint that does not answer is
+    # given up on for the rest of the run.
+    model_seconds: float = Field(default=20, gt=0, le=600, allow_inf_nan=False)
 
 
 class ReliabilityPolicy(Strict):

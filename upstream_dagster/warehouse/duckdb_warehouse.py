@@ -64,13 +64,17 @@ QUERY_MEMORY = "1GB"
 
 
 def bounded(
-    con: duckdb.DuckDBPyConnection, sql: str, seconds: float | None = None
+    con: duckdb.DuckDBPyConnection,
+    sql: str,
+    seconds: float | None = None,
+    memory_mb: int | None = None,
 ) -> duckdb.DuckDBPyConnection:
     """Run ``sql`` with a memory cap and a deadline: past it the query is interrupted and an
     `UpstreamError` names the limit (a runaway join, an endless WITH RECURSIVE, a huge
     ``repeat`` cannot hold the warehouse or the machine)."""
     seconds = QUERY_SECONDS if seconds is None else seconds
-    con.execute(f"SET memory_limit = '{QUERY_MEMORY}'")
+    memory = QUERY_MEMORY if memory_mb is None else f"{int(memory_mb)}MB"
+    con.execute(f"SET memory_limit = '{memory}'")
     timer = threading.Timer(seconds, con.interrupt)
     timer.start()
     try:
@@ -78,12 +82,13 @@ def bounded(
     except duckdb.InterruptException:
         raise UpstreamError(
             f"the query ran longer than {seconds:g}s and was stopped: {sql[:120]}",
-            "narrow it (fewer rows, a simpler join); the limit is QUERY_SECONDS",
+            "narrow it (fewer rows, a simpler join), or raise "
+            "policies.reliability.budgets.query_seconds",
         ) from None
     except duckdb.OutOfMemoryException:
         raise UpstreamError(
-            f"the query needed more than {QUERY_MEMORY} and was stopped: {sql[:120]}",
-            "narrow it; the limit is QUERY_MEMORY",
+            f"the query needed more than {memory} and was stopped: {sql[:120]}",
+            "narrow it, or raise policies.reliability.budgets.query_memory_mb",
         ) from None
     finally:
         timer.cancel()
@@ -203,7 +208,11 @@ def newest(con: duckdb.DuckDBPyConnection, table: str, column: str) -> datetime 
 
 # -- forensics ----------------------------------------------------------------------------------
 def forensic(
-    path: Path, sql: str, allowed: set[str]
+    path: Path,
+    sql: str,
+    allowed: set[str],
+    seconds: float | None = None,
+    memory_mb: int | None = None,
 ) -> tuple[str | None, list[tuple[Any, ...]], str]:
     """(statement run or None, rows, refusal or error). Never raises on a bad query."""
     checked = guard(sql, allowed)
@@ -213,7 +222,7 @@ def forensic(
         return None, [], f"no warehouse at {path}: the query was not run"
     with connect(path, read_only=True) as con:
         try:
-            return checked.sql, bounded(con, checked.sql).fetchall(), ""
+            return checked.sql, bounded(con, checked.sql, seconds, memory_mb).fetchall(), ""
         except UpstreamError as exc:
             return checked.sql, [], exc.problem
         except duckdb.Error as exc:
@@ -226,6 +235,8 @@ class Warehouse:
 
     path: Path
     dialect: str = "duckdb"
+    query_seconds: float | None = None  # None: QUERY_SECONDS
+    query_memory_mb: int | None = None  # None: QUERY_MEMORY
 
     def exists(self) -> bool:
         return self.path.exists()
@@ -238,7 +249,7 @@ class Warehouse:
     def forensic(
         self, sql: str, allowed: set[str]
     ) -> tuple[str | None, list[tuple[Any, ...]], str]:
-        return forensic(self.path, sql, allowed)
+        return forensic(self.path, sql, allowed, self.query_seconds, self.query_memory_mb)
 
 
 def load_feeds(warehouse: Path, script: Path, now: datetime) -> dict[str, int]:
