@@ -217,6 +217,8 @@ def approve_incident(
     config = {"ops": {"incident_fix": {"config": approval}}}
     applied = run_job(settings, "incident_writeback_job", config, tags=tags, partition=key)
     fix = metadata(applied, "incident_fix")
+    if fix.get("refused"):
+        raise UpstreamError(str(fix["result"]), str(fix["fix"]))
     if "result" in fix:
         return IncidentFixed("nothing", False, False, "", 0, str(fix["result"]), (applied.run_id,))
     ran = [applied.run_id]
@@ -264,6 +266,8 @@ def approve_batch(
     }
     run_config = {"ops": {"coverage_writeback": {"config": config}}}
     meta = metadata(run_job(settings, "coverage_writeback_job", run_config), "coverage_writeback")
+    if meta.get("refused"):
+        raise UpstreamError(str(meta["result"]), str(meta["fix"]))
     if "result" in meta:
         return BatchWritten(digest, str(meta["policy"]), 0, 0, 0.0, str(meta["result"]))
     return BatchWritten(

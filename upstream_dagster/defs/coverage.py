@@ -188,8 +188,18 @@ def coverage_writeback(
         ctx, now = coverage.current_plan(graph, spec, proposals.base.as_of_ms, inputs)
         request = gate.Request(config.batch_digest, config.reviewer, automatic, config.proof)
         decision = gate.decide(policy, request, coverage.subject(proposals, now.digest, chosen))
-        if decision.verdict == "refuse":
-            raise dg.Failure(f"{decision.problem}; fix: {decision.fix}")
+        if decision.verdict == "refuse":  # a refusal is an answer, not a failed run
+            context.log.error(f"refused: {decision.problem}; fix: {decision.fix}")
+            return dg.MaterializeResult(
+                metadata={
+                    "policy": policy.actuation,
+                    "written": 0,
+                    "batch_digest": proposals.digest,
+                    "result": f"refused: {decision.problem}",
+                    "refused": True,
+                    "fix": decision.fix,
+                }
+            )
         if decision.verdict == "dry-run":
             return dg.MaterializeResult(
                 metadata={

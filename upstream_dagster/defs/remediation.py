@@ -71,8 +71,17 @@ def incident_fix(
     automatic = context.run.tags.get(AUTOMATIC_TAG) == "true"
     request = gate.Request(config.verdict_digest, config.reviewer, automatic, config.proof)
     decision = gate.decide(upstream.spec().policies, request, fixes.subject(v))
-    if decision.verdict == "refuse":
-        raise dg.Failure(f"{decision.problem}; fix: {decision.fix}")
+    if decision.verdict == "refuse":  # a refusal is an answer, not a failed run
+        context.log.error(f"refused: {decision.problem}; fix: {decision.fix}")
+        return dg.MaterializeResult(
+            metadata={
+                "result": f"refused: {decision.problem}",
+                "refused": True,
+                "fix": decision.fix,
+                "rebuild": False,
+                "applied": "nothing",
+            }
+        )
     if decision.verdict == "dry-run":
         return dg.MaterializeResult(
             metadata={"result": decision.problem, "rebuild": False, "applied": "nothing"}
