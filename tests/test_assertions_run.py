@@ -131,3 +131,28 @@ def test_no_assertion_is_proposed_where_nothing_can_run_it(tmp_path: Path) -> No
     )
     assert not nothing.proposals and len(nothing.unfixable) == 2
     assert batch.projected.overall.passed == 1  # the proposal is projected as run when written
+
+
+def test_a_view_that_no_longer_binds_is_reported_and_the_rest_is_profiled(tmp_path: Path) -> None:
+    """A feed renames a column a view selects: the view no longer answers. Profiling names it
+    and goes on with every other relation; the build step does not fail on it."""
+    wh = warehouse(tmp_path)
+    con = duckdb.connect(str(wh.path))
+    con.execute("CREATE VIEW sales.recent AS SELECT order_id, customer_id FROM sales.orders")
+    con.execute("ALTER TABLE sales.orders RENAME COLUMN customer_id TO customer_ref")
+    con.close()
+    graph = open_graph(Target(tmp_path / "lite.sqlite", tmp_path / "sdk", None, None), create=True)
+    nodes = [
+        observe.Node("source.x.orders", ORDERS, "sales.orders", ()),
+        observe.Node(
+            "model.x.recent",
+            "urn:li:dataset:(urn:li:dataPlatform:duckdb,wh.sales.recent,PROD)",
+            "sales.recent",
+            (),
+        ),
+    ]
+    done = observe.profile_all(graph, wh, nodes, "build-1")
+    graph.close()
+    assert [t for t, _ in done.broken] == ["sales.recent"]
+    assert "customer_id" in done.broken[0][1]
+    assert done.profiled >= 1  # the table itself was profiled

@@ -97,10 +97,13 @@ def profiles_asset(nodes: Sequence[Node], deps: list[Any]) -> dg.AssetsDefinitio
             done = observe.profile_all(graph, warehouse.get(), nodes, context.run.run_id)
         if done.missing:
             context.log.warning(f"not in the warehouse, not profiled: {', '.join(done.missing)}")
+        for table, why in done.broken:
+            context.log.warning(f"{table} would not answer, not profiled: {why}")
         return dg.MaterializeResult(
             metadata={
                 "profiled": done.profiled,
                 "missing": dg.MetadataValue.json(list(done.missing)),
+                "would_not_answer": dg.MetadataValue.json(dict(done.broken)),
                 "guards_checked": len(done.guards),
                 "guards_failing": dg.MetadataValue.json([g for g, ok in done.guards if not ok]),
             }
