@@ -295,3 +295,18 @@ def test_calibration_learns_from_wrong_hypotheses_and_buys_no_certainty_it_has_n
     nothing = Score.logistic(fit(data[:30], steps=4000), sample(True).features)
     assert nothing < 0.1  # all right data says nothing of a hypothesis with no evidence
     assert "| effect |" in "\n".join(report(data, weights))
+
+
+def test_a_view_is_never_drawn_as_a_skipped_model() -> None:
+    """A view reads its upstream whenever it is queried: a skipped build cannot leave it stale,
+    and deleting its rows is impossible (the second estate's random suite met both)."""
+    estate = Estate(
+        relations={"raw.a": [("d", "DATE")], "stg.v": [("d", "DATE")], "mart.t": [("d", "DATE")]},
+        models={"stg.v", "mart.t"},
+        downstream={"raw.a": {"stg.v"}, "stg.v": {"mart.t"}},
+        checked={"mart.t"},
+        views=frozenset({"stg.v"}),
+    )
+    drawn = draw(estate, 400, 2)
+    skipped = {c.faults[0].table for c in drawn if c.faults and c.faults[0].kind == "skip_model"}
+    assert skipped == {"mart.t"}

@@ -50,6 +50,7 @@ class Estate:
     checked: set[str]  # relations with an assertion
     monitors: tuple[tuple[str, str], ...] = ()  # (estate.yaml monitor, the relation it fails on)
     seeds: frozenset[str] = frozenset()  # relations dbt loads from a CSV (no retyping sticks)
+    views: frozenset[str] = frozenset()  # relations that are views: always as fresh as upstream
 
     def candidates(self) -> list[str]:
         """Relations whose fault can reach a check: a checked one, or one upstream of it."""
@@ -92,9 +93,12 @@ def read_estate(settings: Settings) -> Estate:
             seeds.add(name)
     with wh.connect(settings.warehouse) as con:
         tables = wh.relations(con)
+        views = wh.views(con)
     in_lineage = set(down) | {d for ds in down.values() for d in ds}
     relations = {r: tables[r] for r in sorted(in_lineage) if r in tables}
-    return Estate(relations, models & set(relations), down, checked, monitors, frozenset(seeds))
+    return Estate(
+        relations, models & set(relations), down, checked, monitors, frozenset(seeds), views
+    )
 
 
 def _kinds(estate: Estate, relation: str) -> list[str]:
@@ -106,7 +110,8 @@ def _kinds(estate: Estate, relation: str) -> list[str]:
     kinds += ["change_type"] if typed and relation not in estate.seeds else []
     kinds += ["delete_rows", "duplicate_rows"]
     kinds += ["stale"] if dated else []
-    kinds += ["skip_model"] if dated and relation in estate.models else []
+    # a view is never left behind by a skipped build: it reads its upstream when queried
+    kinds += ["skip_model"] if dated and relation in estate.models - estate.views else []
     return kinds
 
 

@@ -22,6 +22,7 @@ from upstream_dagster.warehouse.duckdb_warehouse import (
     quote,
     rel,
     relations,
+    views,
 )
 
 
@@ -136,6 +137,7 @@ def apply_faults(path: Path, faults: list[Fault], now: datetime) -> list[str]:
     done: list[str] = []
     with connect(path, read_only=False) as con:
         tables = relations(con)
+        is_view = views(con)
         con.execute("BEGIN")
         try:
             for fault in faults:
@@ -145,6 +147,12 @@ def apply_faults(path: Path, faults: list[Fault], now: datetime) -> list[str]:
                         f"the warehouse has no relation {fault.table}",
                         "name a relation as schema.table, e.g. one of: "
                         + ", ".join(sorted(tables)[:8]),
+                    )
+                if fault.table.lower() in is_view:
+                    raise UpstreamError(
+                        f"{fault.table} is a view: a {fault.kind} fault cannot change its rows "
+                        "(a view reads its upstream whenever it is queried)",
+                        "fault the relation it reads, or a model built as a table",
                     )
                 for sql in fault_sql(fault, cols, now):
                     try:

@@ -105,6 +105,14 @@ def relations(con: duckdb.DuckDBPyConnection) -> dict[str, Columns]:
     return out
 
 
+def views(con: duckdb.DuckDBPyConnection) -> frozenset[str]:
+    """Every view, as schema.table (lower case)."""
+    rows = con.execute(
+        "SELECT table_schema, table_name FROM information_schema.tables WHERE table_type = 'VIEW'"
+    ).fetchall()
+    return frozenset(f"{schema}.{name}".lower() for schema, name in rows)
+
+
 def is_numeric(kind: str) -> bool:
     return kind.upper().startswith(NUMERIC)
 
