@@ -113,6 +113,8 @@ def run_recipe(target: Target, recipe: dict[str, Any], label: str) -> IngestRepo
         def _warn_old_cli_version(self) -> None:
             return
 
+    # DataHub's SQL parsing logs what sqlglot cannot scope as warnings a user cannot act on
+    logging.getLogger("sqlglot").setLevel(logging.ERROR)
     try:
         pipeline = OfflinePipeline.create(recipe)
         pipeline.run()
