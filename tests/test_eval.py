@@ -179,6 +179,9 @@ def test_random_faults_are_seeded_and_expect_the_relation_they_were_put_on(
     assert estate.models and set(estate.relations) - estate.models  # models and feeds both
     for case in first:
         (fault,) = case.faults
+        if case.expect.abstain:  # a coincidence: a flaky monitor and a change off its branch
+            assert case.flaky and case.expect.root_cause is None
+            continue
         assert fault.table in estate.candidates()  # its fault can reach a check
         cause = case.expect.root_cause
         assert cause is not None and cause.dataset == fault.relation
