@@ -33,6 +33,7 @@ incidents = dg.DynamicPartitionsDefinition(name="incidents")
     kinds={"datahub"},
     partitions_def=incidents,
     group_name=GROUP,
+    deps=[dg.AssetKey("datahub")],  # it reads the graph the build writes: one flow
     description="Reads the failing assertion, the symptom's owners and criticality, and "
     "recalls memory first: the root cause an earlier incident wrote on the symptom.",
 )
