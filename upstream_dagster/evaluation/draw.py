@@ -30,7 +30,7 @@ from upstream_dagster.datahub import Target, connected
 from upstream_dagster.datahub.model import assertion_properties
 from upstream_dagster.evaluation.breakage import monitor_assertions
 from upstream_dagster.evaluation.scenario import Scenario
-from upstream_dagster.reliability.investigate import reachable
+from upstream_dagster.reliability.walk import reachable
 from upstream_dagster.settings import Settings
 from upstream_dagster.spec.urns import entity_type, relation_of
 from upstream_dagster.warehouse import duckdb_warehouse as wh

@@ -114,7 +114,7 @@ def rescore(
     inv: Investigation, simulated: dict[int, float]
 ) -> tuple[tuple[Hypothesis, Score], ...]:
     """Re-rank after simulation: ``simulated`` maps a rank to its simulation component. Equal
-    confidences keep the investigation's order (`investigate.settle_ties`), never a name's."""
+    confidences keep the investigation's order (`ranking.settle_ties`), never a name's."""
     out = [
         (h, replace(s, simulation=simulated.get(i, s.simulation)))
         for i, (h, s) in enumerate(inv.ranked)

@@ -3,8 +3,9 @@ investigation it builds up. Plain records, no I/O."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from upstream_dagster.reliability.evidence import Finding, Hypothesis, Ledger, Score
 from upstream_dagster.reliability.health import FailingCheck, NodeView, Window
@@ -12,6 +13,7 @@ from upstream_dagster.reliability.health import FailingCheck, NodeView, Window
 # The downstream end of a row-lineage edge: a column that decides which rows a model holds
 # (a filter, a join key, a grouping) feeds every column of it.
 ROWS = "*"
+T = TypeVar("T")
 
 
 class BudgetExhausted(Exception):
@@ -70,3 +72,34 @@ class Investigation:
     @property
     def unhealthy(self) -> set[str]:
         return {u for u, f in self.findings.items() if f}
+
+
+def reachable(start: T, nexts: Mapping[T, Iterable[T]]) -> set[T]:
+    """Every node reachable from ``start`` along ``nexts`` (``start`` itself only via a cycle)."""
+    seen: set[T] = set()
+    stack = [start]
+    while stack:
+        for nxt in nexts.get(stack.pop(), ()):
+            if nxt not in seen:
+                seen.add(nxt)
+                stack.append(nxt)
+    return seen
+
+
+def column_ancestors(
+    edges: tuple[tuple[tuple[str, str], tuple[str, str]], ...], *targets: tuple[str, str]
+) -> set[tuple[str, str]]:
+    """The upstream columns that feed any of ``targets``: through the column lineage, and
+    through row lineage (a column deciding a model's rows feeds all of its columns)."""
+    ups: dict[tuple[str, str], set[tuple[str, str]]] = {}
+    for up, down in edges:
+        ups.setdefault((down[0], down[1].lower()), set()).add((up[0], up[1].lower()))
+    seen: set[tuple[str, str]] = set()
+    stack = [(t[0], t[1].lower()) for t in targets]
+    while stack:
+        node = stack.pop()
+        for up in ups.get(node, set()) | ups.get((node[0], ROWS), set()):
+            if up not in seen:
+                seen.add(up)
+                stack.append(up)
+    return seen
