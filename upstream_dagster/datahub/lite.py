@@ -22,6 +22,7 @@ from upstream_dagster.conformance.proposals import Change
 from upstream_dagster.datahub import _sdk, timeline
 from upstream_dagster.datahub import edges as edge_parse
 from upstream_dagster.datahub.changes import WRITERS, current
+from upstream_dagster.datahub.lite_sql import EDGES, TABLE, marks, search_sql
 from upstream_dagster.datahub.mcp import build_mcp
 from upstream_dagster.datahub.model import (
     LITE,
@@ -40,8 +41,6 @@ from upstream_dagster.errors import DataHubUnavailable
 from upstream_dagster.spec.urns import name_matches
 
 log = logging.getLogger(__name__)
-TABLE = "metadata_aspect_v2"
-EDGES = "metadata_edge_v2"  # Lite's browse tree: parent, relationship, child
 CHUNK = 20_000  # bound parameters per statement, under SQLite's 32,766 limit
 # Above this many URNs, reading the wanted aspects by name (through Upstream's index) and
 # filtering beats thousands of primary-key lookups.
@@ -49,17 +48,11 @@ SCAN_ABOVE = 2_000
 # Lite indexes only (urn, aspect, version). Reads by aspect name (every slice, every search)
 # need this one; it changes nothing about how Lite stores or versions aspects.
 INDEX = f"CREATE INDEX IF NOT EXISTS upstream_aspect_version_idx ON {TABLE} (aspect_name, version)"
-# The identifying key of each list item that search filters on.
-_KEYS = {"domains": "urn", "globalTags": "tag", "glossaryTerms": "urn", "ownership": "owner"}
 
 
 def _chunks(items: Sequence[str], size: int = CHUNK) -> Iterable[Sequence[str]]:
     for start in range(0, len(items), size):
         yield items[start : start + size]
-
-
-def _marks(values: Sequence[Any]) -> str:
-    return ",".join("?" * len(values))
 
 
 LITE_OPERATIONS = {
@@ -166,7 +159,7 @@ class LiteGraph:
             rows = self._q(
                 "aspects",
                 f"SELECT urn, aspect_name, metadata FROM {TABLE} WHERE aspect_name IN "
-                f"({_marks(aspects)}) AND version = 0",
+                f"({marks(aspects)}) AND version = 0",
                 aspects,
             )
             for urn, aspect, metadata in rows:
@@ -177,7 +170,7 @@ class LiteGraph:
             rows = self._q(
                 "aspects",
                 f"SELECT urn, aspect_name, metadata FROM {TABLE} WHERE version = 0 "
-                f"AND urn IN ({_marks(chunk)}) AND aspect_name IN ({_marks(aspects)})",
+                f"AND urn IN ({marks(chunk)}) AND aspect_name IN ({marks(aspects)})",
                 [*chunk, *aspects],
             )
             for urn, aspect, metadata in rows:
@@ -190,7 +183,7 @@ class LiteGraph:
         rows = self._q(
             "scan",
             f"SELECT urn, aspect_name, metadata FROM {TABLE} WHERE version = 0 "
-            f"AND urn LIKE ? AND aspect_name IN ({_marks(aspects)})",
+            f"AND urn LIKE ? AND aspect_name IN ({marks(aspects)})",
             [f"urn:li:{entity_type}:%", *aspects],
         )
         for urn, aspect, metadata in rows:
@@ -204,7 +197,7 @@ class LiteGraph:
         rows = self._q(
             "history",
             f"SELECT aspect_name, version, createdon, metadata FROM {TABLE} WHERE urn = ? "
-            f"AND version > 0 AND aspect_name IN ({_marks(aspects)}) ORDER BY version",
+            f"AND version > 0 AND aspect_name IN ({marks(aspects)}) ORDER BY version",
             [urn, *aspects],
         )
         out: dict[str, list[AspectVersion]] = {}
@@ -217,52 +210,8 @@ class LiteGraph:
     # -- search -----------------------------------------------------------------------------
     def search(self, query: SearchQuery) -> list[str]:
         """URNs matching ``query`` in one statement; soft-deleted entities are left out."""
-        # One row per entity first, so the filters (and the name glob, a Python function) run
-        # once per entity rather than once per aspect row.
-        entities = f"(SELECT DISTINCT urn FROM {TABLE} WHERE version = 0 AND urn LIKE ?) a"
-        where = ["1 = 1"]
-        params: list[Any] = [f"urn:li:{query.entity_type}:%"]
-
-        def exists(aspect: str, path: str, values: Sequence[str]) -> None:
-            where.append(
-                f"EXISTS (SELECT 1 FROM {TABLE} b, json_each(b.metadata, '{path}') j WHERE "
-                f"b.urn = a.urn AND b.version = 0 AND b.aspect_name = ? AND "
-                f"(CASE WHEN j.type = 'object' THEN json_extract(j.value, '$.{_KEYS[aspect]}') "
-                f"ELSE j.value END) IN ({_marks(values)}))"
-            )
-            params.extend([aspect, *values])
-
-        if query.platforms:
-            where.append("(" + " OR ".join(["a.urn LIKE ?"] * len(query.platforms)) + ")")
-            params.extend(
-                f"urn:li:{query.entity_type}:(urn:li:dataPlatform:{p},%" for p in query.platforms
-            )
-        if query.names:
-            where.append(
-                "(" + " OR ".join(["upstream_name_match(a.urn, ?)"] * len(query.names)) + ")"
-            )
-            params.extend(query.names)
-        if query.urns:
-            where.append(f"a.urn IN ({_marks(query.urns)})")
-            params.extend(query.urns)
-        if query.domains:
-            exists("domains", "$.domains", query.domains)
-        if query.tags:
-            exists("globalTags", "$.tags", query.tags)
-        if query.terms:
-            exists("glossaryTerms", "$.terms", query.terms)
-        if query.owners:
-            exists("ownership", "$.owners", query.owners)
-        where.append(
-            f"NOT EXISTS (SELECT 1 FROM {TABLE} s WHERE s.urn = a.urn AND s.version = 0 "
-            "AND s.aspect_name = 'status' AND json_extract(s.metadata, '$.removed') = 1)"
-        )
-        rows = self._q(
-            "search",
-            f"SELECT a.urn FROM {entities} WHERE {' AND '.join(where)} ORDER BY a.urn",
-            params,
-        )
-        return [r[0] for r in rows]
+        sql, params = search_sql(query)
+        return [r[0] for r in self._q("search", sql, params)]
 
     def search_prefix(self, prefix: str) -> list[str]:
         """Every URN that starts with ``prefix`` (compared exactly, not as a LIKE pattern)."""
@@ -282,7 +231,7 @@ class LiteGraph:
             rows = self._q(
                 "lineage",
                 f"SELECT urn, aspect_name, metadata FROM {TABLE} WHERE version = 0 "
-                f"AND aspect_name IN ({_marks(aspects)})",
+                f"AND aspect_name IN ({marks(aspects)})",
                 aspects,
             )
         else:
@@ -290,7 +239,7 @@ class LiteGraph:
                 "lineage",
                 f"SELECT m.urn, m.aspect_name, m.metadata FROM {TABLE} m JOIN ("
                 f"SELECT urn, aspect_name, max(version) AS v FROM {TABLE} WHERE version > 0 "
-                f"AND createdon <= ? AND aspect_name IN ({_marks(aspects)}) "
+                f"AND createdon <= ? AND aspect_name IN ({marks(aspects)}) "
                 "GROUP BY urn, aspect_name) x ON m.urn = x.urn AND m.aspect_name = x.aspect_name "
                 "AND m.version = x.v",
                 [as_of_ms, *aspects],
@@ -343,7 +292,7 @@ class LiteGraph:
         if asserted_urns is not None:
             if not asserted_urns:
                 return []
-            sql += f" AND json_extract(metadata, '$.asserteeUrn') IN ({_marks(asserted_urns)})"
+            sql += f" AND json_extract(metadata, '$.asserteeUrn') IN ({marks(asserted_urns)})"
             params.extend(asserted_urns)
         if since_ms is not None:
             sql += " AND json_extract(metadata, '$.timestampMillis') > ?"
