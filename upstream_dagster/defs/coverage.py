@@ -15,7 +15,6 @@ from pydantic import Field
 from upstream_dagster import gate
 from upstream_dagster.conformance.context import MetadataContext
 from upstream_dagster.conformance.plan import Plan
-from upstream_dagster.datahub.model import PreImage
 from upstream_dagster.defs import journal
 from upstream_dagster.defs.presentation import plan_metadata, receipts_table
 from upstream_dagster.defs.resources import (
@@ -188,25 +187,19 @@ def coverage_writeback(
         ctx, now = coverage.current_plan(graph, spec, proposals.base.as_of_ms, inputs)
         request = gate.Request(config.batch_digest, config.reviewer, automatic, config.proof)
         decision = gate.decide(policy, request, coverage.subject(proposals, now.digest, chosen))
-        if decision.verdict == "refuse":  # a refusal is an answer, not a failed run
-            context.log.error(f"refused: {decision.problem}; fix: {decision.fix}")
+        if decision.verdict != "write":  # dry-run, or refused: an answer, not a failed run
+            refused: dict[str, Any] = (
+                {"refused": True, "fix": decision.fix} if decision.verdict == "refuse" else {}
+            )
+            if refused:
+                context.log.error(f"refused: {decision.problem}; fix: {decision.fix}")
             return dg.MaterializeResult(
                 metadata={
                     "policy": policy.actuation,
                     "written": 0,
                     "batch_digest": proposals.digest,
-                    "result": f"refused: {decision.problem}",
-                    "refused": True,
-                    "fix": decision.fix,
-                }
-            )
-        if decision.verdict == "dry-run":
-            return dg.MaterializeResult(
-                metadata={
-                    "policy": "dry-run",
-                    "written": 0,
-                    "batch_digest": proposals.digest,
-                    "result": decision.problem,
+                    "result": f"refused: {decision.problem}" if refused else decision.problem,
+                    **refused,
                 }
             )
         if config.reject:
@@ -219,22 +212,10 @@ def coverage_writeback(
             )
         chosen = tuple(p for p in chosen if p.id in decision.allowed)
         projected = coverage.projected_percent(spec, ctx, proposals, chosen)
-        claims.claim(upstream.state, proposals.digest, context.run_id, config.reviewer)
-        done = None
-        seq = iter(range(1_000_000))
-
-        def durable(pre: PreImage) -> None:  # before each write: a kill leaves it undoable
-            claims.record(
-                upstream.state, context.run_id, next(seq), proposals.digest, pre.as_json()
-            )
-
-        try:
-            done = coverage.write_batch(
-                graph, chosen, inputs.warehouse, context.run_id, journal=durable
-            )
-        finally:
-            if done is None or not done.pre_images:  # nothing landed: nothing to hold it for
-                claims.release(upstream.state, proposals.digest, "the write-back wrote nothing")
+        done = coverage.write_claimed(
+            graph, upstream.state, proposals.digest, context.run_id, config.reviewer, chosen,
+            inputs.warehouse,
+        )  # fmt: skip
     entry = {
         "batch_digest": proposals.digest,
         "reviewer": config.reviewer,
@@ -326,16 +307,11 @@ def coverage_reset(
 ) -> dg.MaterializeResult[Any]:
     if not config.confirm:
         raise dg.Failure("reset rewrites DataHub: launch it with confirm: true")
-    wanted = ("all", config.batch_digest)
-    chosen = [e for e in journal.undoable(context.instance) if wanted[-1] in ("all", e.digest)]
-    batches = [(e.run_id, e.digest, list(e.pre_images)) for e in chosen]
-    # a write-back that died part-way has no journal entry, but its ledger has every write
-    finished = {e.run_id for e in journal.entries(context.instance)}
-    for digest, run_id, raw in claims.unfinished(upstream.state, finished):
-        if wanted[-1] in ("all", digest):
-            batches.append((run_id, digest, [PreImage.from_json(p) for p in raw]))
+    batches = journal.to_undo(context.instance, upstream.state, config.batch_digest)
+    finished = journal.finished_runs(context.instance)
+    for run_id, digest, _ in batches:
+        if run_id not in finished:
             context.log.warning(f"run {run_id} died writing batch {digest}: undoing its writes")
-    batches.sort(key=lambda b: journal.started(context.instance, b[0]), reverse=True)
     with datahub.graph() as graph:
         restored = coverage.restore_all(graph, [(digest, pres) for _, digest, pres in batches])
     claims.undone(upstream.state, {run_id for run_id, _, _ in batches})

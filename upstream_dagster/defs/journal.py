@@ -104,6 +104,27 @@ def undoable(instance: dg.DagsterInstance) -> list[Entry]:
     return sorted(found, key=lambda e: e.order, reverse=True)
 
 
+def finished_runs(instance: dg.DagsterInstance) -> set[str]:
+    """The write-back runs that got as far as their journal entry."""
+    return {e.run_id for e in entries(instance) + entries(instance, RESOLUTION)}
+
+
+def to_undo(
+    instance: dg.DagsterInstance, state_dir: Path, batch: str = "all"
+) -> list[tuple[str, str, list[PreImage]]]:
+    """(run, digest, pre-images in write order) of every write not undone yet, one batch or
+    all, newest first: the journal's entries, and the ledger's writes of any write-back that
+    died part-way (no journal entry, every pre-image made durable before its write)."""
+    out = [(e.run_id, e.digest, list(e.pre_images)) for e in undoable(instance)]
+    done = finished_runs(instance)
+    out += [
+        (run_id, digest, [PreImage.from_json(p) for p in raw])
+        for digest, run_id, raw in claims.unfinished(state_dir, done)
+    ]
+    out = [b for b in out if batch in ("all", b[1])]
+    return sorted(out, key=lambda b: started(instance, b[0]), reverse=True)
+
+
 def started(instance: dg.DagsterInstance, run_id: str) -> float:
     """When a run was created (0 when Dagster no longer knows it): orders undo, newest first."""
     found = instance.get_run_records(dg.RunsFilter(run_ids=[run_id]), limit=1)
@@ -173,10 +194,17 @@ def verdicts(instance: dg.DagsterInstance) -> list[VerdictSummary]:
     return [_summary(k, m) for k, m in sorted(latest_meta.items())]
 
 
-def waiting_incidents(instance: dg.DagsterInstance, state_dir: Path) -> list[str]:
+def waiting_verdicts(instance: dg.DagsterInstance, state_dir: Path) -> list[VerdictSummary]:
     """Concluded incidents with an actionable fix that nobody has approved yet."""
     return [
-        f"incident {v.key}: {v.conclusion}; fix: {v.remedy} (digest {v.digest})"
+        v
         for v in verdicts(instance)
         if v.actionable and not claims.claimed_by(state_dir, f"incident-{v.digest}")
+    ]
+
+
+def waiting_incidents(instance: dg.DagsterInstance, state_dir: Path) -> list[str]:
+    return [
+        f"incident {v.key}: {v.conclusion}; fix: {v.remedy} (digest {v.digest})"
+        for v in waiting_verdicts(instance, state_dir)
     ]

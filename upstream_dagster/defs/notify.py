@@ -47,18 +47,18 @@ def waiting(instance: dg.DagsterInstance, upstream: UpstreamResource, ui: str) -
                 f"{ui}/jobs/coverage_writeback_job/playground",
             )
         )
-    for v in journal.verdicts(instance):
-        if v.actionable and not claims.claimed_by(upstream.state, f"incident-{v.digest}"):
-            out.append(
-                Waiting(
-                    f"fix-{v.digest}",
-                    f"Incident {v.key}: {v.conclusion} (confidence {v.confidence:.2f}). "
-                    f"The {v.remedy} waits for approval.\n"
-                    f"Read it: `upstream show {v.key}`; approve: `upstream approve --incident "
-                    f"{v.key} --reviewer NAME`, or {ui}/jobs/incident_writeback_job/playground",
-                )
+    for v in journal.waiting_verdicts(instance, upstream.state):
+        out.append(
+            Waiting(
+                f"fix-{v.digest}",
+                f"Incident {v.key}: {v.conclusion} (confidence {v.confidence:.2f}). "
+                f"The {v.remedy} waits for approval.\n"
+                f"Read it: `upstream show {v.key}`; approve: `upstream approve --incident "
+                f"{v.key} --reviewer NAME`, or {ui}/jobs/incident_writeback_job/playground",
             )
-        elif not v.concluded:
+        )
+    for v in journal.verdicts(instance):
+        if not v.concluded:
             out.append(
                 Waiting(
                     f"abstained-{v.digest}",

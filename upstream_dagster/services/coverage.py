@@ -27,6 +27,7 @@ from upstream_dagster.services import observe
 from upstream_dagster.services.scoring import dial_of
 from upstream_dagster.spec.models import EstateSpec
 from upstream_dagster.spec.urns import short
+from upstream_dagster.state import claims
 from upstream_dagster.warehouse.duckdb_warehouse import Warehouse
 
 
@@ -202,6 +203,34 @@ def write_batch(
     if written and warehouse is not None:
         observe.run_template_checks(graph, warehouse, clock.observed_ms(), run_id, written)
     return BatchWrite(tuple(receipts), tuple(pre_images))
+
+
+def write_claimed(
+    graph: MetadataGraph,
+    state_dir: Path,
+    digest: str,
+    run_id: str,
+    reviewer: str,
+    chosen: tuple[Proposal, ...],
+    warehouse: Warehouse | None,
+) -> BatchWrite:
+    """The batch written at most once: claimed first, each pre-image made durable in the
+    ledger before its write (a kill at any instant leaves every write undoable), and the claim
+    released again when nothing landed (a locked DataHub must not hold the batch)."""
+    claims.claim(state_dir, digest, run_id, reviewer)
+    seq = iter(range(1_000_000))
+
+    def durable(pre: PreImage) -> None:
+        claims.record(state_dir, run_id, next(seq), digest, pre.as_json())
+
+    try:
+        done = write_batch(graph, chosen, warehouse, run_id, journal=durable)
+    except BaseException:  # as before: what landed is in the ledger, for reset to undo
+        claims.release(state_dir, digest, "the write-back wrote nothing")
+        raise
+    if not done.pre_images:
+        claims.release(state_dir, digest, "the write-back wrote nothing")
+    return done
 
 
 def measured_percent(graph: MetadataGraph, spec: EstateSpec, as_of_ms: int) -> float:

@@ -34,13 +34,16 @@ from pathlib import Path
 import duckdb
 import pydantic
 
-from upstream_dagster import gate
+from upstream_dagster import clock, gate
+from upstream_dagster import settings as settings_mod
 from upstream_dagster.clock import ClockError
+from upstream_dagster.datahub import open_graph
 from upstream_dagster.errors import UpstreamError
 from upstream_dagster.evaluation.scenario import load_scenario
 from upstream_dagster.settings import PROJECT_ROOT
 from upstream_dagster.spec.loader import load_estate
 from upstream_dagster.spec.models import Policies
+from upstream_dagster.state import keys
 from upstream_dagster.warehouse.duckdb_warehouse import forensic
 
 ESTATE = (PROJECT_ROOT / "estate.yaml").read_text()
@@ -294,8 +297,6 @@ def run(tries: int, seed: int) -> list[Try]:
 
 
 def signed_policies() -> Policies:
-    from upstream_dagster.state import keys  # a throwaway key for alice
-
     with tempfile.TemporaryDirectory() as tmp:
         public = keys.generate(Path(tmp) / "alice.key")
     return Policies(actuation="ratify", approvers=["alice"], approver_keys={"alice": public})
@@ -338,10 +339,6 @@ def one(
 
 
 def _open_with(values: dict[str, str]) -> None:
-    from upstream_dagster import clock
-    from upstream_dagster import settings as settings_mod
-    from upstream_dagster.datahub import open_graph
-
     with _env(values):
         settings = settings_mod.load()
         clock.now()
