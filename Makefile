@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed-stamp
 # dbt and dagster must be found on PATH by the code location and the tests.
 export PATH := $(BIN):$(PATH)
 
-.PHONY: install system-deps demo test test-fast lint eval eval-random eval-summary calibrate bench bench-scale ui showcase clean
+.PHONY: install system-deps demo test test-fast lint eval eval-random eval-summary calibrate bench bench-own bench-scale ui showcase clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -91,6 +91,11 @@ bench-cli: install
 ## tried / clean error / accepted / wrongly accepted / traceback / data lost; fails on any bad one.
 bench-hardening: install
 	$(BIN)/python -m upstream_dagster.evaluation.bench.hardening --tries 500 --seed 1
+
+## The whole coverage loop on a dbt-duckdb project of your own (build, plan, approve, verify,
+## reset): `make bench-own PROJECT=path/to/dbt ESTATE=path/to/estate.yaml`; prints each check.
+bench-own: install
+	$(BIN)/python -m upstream_dagster.evaluation.bench.own_project "$(PROJECT)" "$(ESTATE)"
 
 ## Scoring benchmark on generated estates of 10,000 and 100,000 datasets (minutes the first time).
 bench-scale: install

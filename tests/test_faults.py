@@ -133,3 +133,27 @@ def test_a_monitor_with_no_data_in_its_window_is_not_evaluable_never_a_pass(
     assert "not evaluable" in verdict.message and "older than the clock" in verdict.message
     event = run_event("urn:li:assertion:a", "urn:x", verdict.passed, {}, 1, "r", None, False)
     assert event["result"]["type"] == "ERROR"
+
+
+def test_a_check_that_could_not_look_is_never_reported_as_failed() -> None:
+    """A not-evaluable monitor (data years older than the clock, on a public dbt project) was
+    counted as "1 failing now" and its RCA said "volume failed on dev.orders"."""
+    from upstream_dagster.datahub.summary import EstateSummary
+    from upstream_dagster.reliability.evidence import Ledger
+    from upstream_dagster.reliability.health import FailingCheck, NodeView, Window, diagnose
+
+    message = "not evaluable: dev.orders has no rows dated in the window"
+    ledger = Ledger()
+    node = NodeView(
+        "urn:x",
+        "dev.orders",
+        failing=(FailingCheck("urn:a", "order_volume", None, 5, message),),
+    )
+    diagnose(node, Window(0, 10), ledger)
+    broke = FailingCheck("urn:b", "not_null", "id", 5, "3 rows")
+    diagnose(NodeView("urn:y", "dev.customers", failing=(broke,)), Window(0, 10), ledger)
+    claims = [e.claim for e in ledger.items]
+    assert claims[0].startswith("order_volume could not evaluate on dev.orders")
+    assert claims[1].startswith("not_null failed on dev.customers")
+    counted = EstateSummary(9, 9, 0, 0, 0, 9, 1, 0, 0, unevaluable_assertions=1)
+    assert "(1 failing now, 1 could not evaluate)" in "\n".join(counted.lines())

@@ -85,3 +85,45 @@ def test_upstream_build_takes_a_teams_project_unmodified_and_a_seed_fault_sticks
                 {"name": "t", "faults": [{**retype, "to": "VARCHAR"}], "expect": {"abstain": True}}
             ),
         )
+
+
+def test_the_project_dbt_init_makes_runs_the_whole_loop_untouched(tmp_path: Path) -> None:
+    """A project nobody wrote for Upstream: the one `dbt init` generates (its first model has a
+    NULL id, so its own not_null test fails and dbt skips the second model). The yardstick a team
+    runs on its own project must hold: files untouched, projected == measured, reset exact."""
+    import subprocess
+    import sys
+
+    dbt = Path(sys.executable).with_name("dbt")
+    made = subprocess.run(
+        [str(dbt), "init", "acme_analytics", "--skip-profile-setup"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert made.returncode == 0, made.stdout + made.stderr
+    estate = tmp_path / "estate.yaml"
+    estate.write_text(
+        "version: 1\ntiers:\n  - name: models\n    criticality: 0.5\n    match:\n"
+        "      - names: ['my_*']\n    requirements:\n      require_owner: true\n"
+        "      require_description: true\n      min_assertions: 1\n"
+        "policies:\n  actuation: ratify\n  approvers: [dana]\n  identity: not-enforced\n"
+    )
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "upstream_dagster.evaluation.bench.own_project",
+            str(tmp_path / "acme_analytics"),
+            str(estate),
+            "--state",
+            str(tmp_path / "state"),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "FAIL" not in done.stdout and "checks held" in done.stdout
+    assert "dial      before 50.0%" in done.stdout  # descriptions pass, owner and a test do not

@@ -16,9 +16,11 @@ class EstateSummary:
     lineage_edges: int
     column_edges: int
     assertions: int
-    failing_assertions: int
+    failing_assertions: int  # latest run FAILURE: the data broke the check
     owners: int
     owned_assets: int
+    # latest run ERROR: the check could not look (no data in its window, no relation)
+    unevaluable_assertions: int = 0
 
     def as_dict(self) -> dict[str, int]:
         return asdict(self)
@@ -28,7 +30,13 @@ class EstateSummary:
             f"datasets        {self.datasets:>6}  ({self.assets} assets once twins are merged)",
             f"dashboards      {self.dashboards:>6}",
             f"lineage edges   {self.lineage_edges:>6}  ({self.column_edges} column-level)",
-            f"assertions      {self.assertions:>6}  ({self.failing_assertions} failing now)",
+            f"assertions      {self.assertions:>6}  ({self.failing_assertions} failing now"
+            + (
+                f", {self.unevaluable_assertions} could not evaluate"
+                if self.unevaluable_assertions
+                else ""
+            )
+            + ")",
             f"owners          {self.owners:>6}  (on {self.owned_assets} assets)",
         ]
 
@@ -57,7 +65,8 @@ def summarize(graph: MetadataGraph) -> EstateSummary:
         lineage_edges=len({(e.upstream, e.downstream) for e in edges}),
         column_edges=len({c for e in edges for c in e.columns}),
         assertions=len(graph.search(SearchQuery(entity_type="assertion"))),
-        failing_assertions=sum(1 for r in runs if r.result != "SUCCESS"),
+        failing_assertions=sum(1 for r in runs if r.result == "FAILURE"),
+        unevaluable_assertions=sum(1 for r in runs if r.result not in ("SUCCESS", "FAILURE")),
         owners=len(owners),
         owned_assets=owned,
     )

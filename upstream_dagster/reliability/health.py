@@ -42,6 +42,15 @@ class FailingCheck:
     freshness: bool = False
 
 
+NOT_EVALUABLE = "not evaluable"  # how a monitor's ERROR message begins when it could not look
+
+
+def outcome(message: str) -> str:
+    """How a failing run reads: a check that could not look (no data in its window, a relation
+    that no longer answers) did not fail, and the analysis must not say it did."""
+    return "could not evaluate" if message.startswith(NOT_EVALUABLE) else "failed"
+
+
 @dataclass(frozen=True)
 class SchemaEvent:
     at_ms: int
@@ -267,7 +276,7 @@ def diagnose(
         i = ledger.add(
             "assertion",
             node.urn,
-            f"{check.description or check.assertion} failed on {node.name}"
+            f"{check.description or check.assertion} {outcome(check.message)} on {node.name}"
             + (f": {check.message}" if check.message else ""),
             column=check.column,
             at_ms=check.at_ms,

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, replace
 
 from upstream_dagster.conformance.risk import Risk
 from upstream_dagster.reliability.evidence import Evidence, Hypothesis, Score
-from upstream_dagster.reliability.health import FailingCheck, Window
+from upstream_dagster.reliability.health import FailingCheck, Window, outcome
 from upstream_dagster.reliability.remediation import Remedy
 from upstream_dagster.reliability.walk import Investigation
 from upstream_dagster.spec.urns import relation_of
@@ -147,13 +147,19 @@ CLASS_TEXT = {
 }
 
 
+def _outcome(v: Verdict) -> str:
+    """Failed, or could not evaluate when the trigger's own message says it could not look."""
+    trigger = next((e for e in v.ledger if e.kind == "assertion" and e.subject == v.symptom), None)
+    return outcome(dict(trigger.detail).get("message", "") if trigger else v.check.message)
+
+
 def summary_sentences(v: Verdict) -> list[str]:
     """The RCA's summary: each sentence ends with the evidence it rests on. This is the
     template, and the only facts the narrator may put in other words."""
     by_index = {e.index: e for e in v.ledger}
     trigger = [e.index for e in v.ledger if e.kind == "assertion" and e.subject == v.symptom]
     check = v.check.description or v.check.assertion
-    out = [f"{check} failed on {relation_of(v.symptom)} {_cite(trigger[:1])}."]
+    out = [f"{check} {_outcome(v)} on {relation_of(v.symptom)} {_cite(trigger[:1])}."]
     if v.top is None:
         out[0] = out[0][:-1] + f"; no node upstream of it changed {_cite(trigger[:1])}."
         return out
@@ -215,7 +221,7 @@ def rca_markdown(v: Verdict) -> str:
         lines += ["(Summary written by the narrator from the cited evidence.)", ""]
     trigger = next((e for e in v.ledger if e.kind == "assertion" and e.subject == v.symptom), None)
     lines.append(
-        f"Symptom: {v.check.description or v.check.assertion} failed on "
+        f"Symptom: {v.check.description or v.check.assertion} {_outcome(v)} on "
         f"{relation_of(v.symptom)}" + (f" {_cite([trigger.index])}" if trigger else "") + "."
     )
     if v.top is not None:
