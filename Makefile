@@ -87,10 +87,10 @@ calibrate: install
 bench-cli: install
 	$(BIN)/python -m upstream_dagster.evaluation.bench.cli --rounds 3 score plan queue
 
-## Generated bad input (estate and scenario files, SQL, approvals, environment values): prints
+## Generated bad input (estate and scenario files, SQL, approvals, launchpad configs, environment): prints
 ## tried / clean error / accepted / wrongly accepted / traceback / data lost; fails on any bad one.
 bench-hardening: install
-	$(BIN)/python -m upstream_dagster.evaluation.bench.hardening --tries 500 --seed 1
+	$(BIN)/python -m upstream_dagster.evaluation.bench.hardening --tries 600 --seed 1
 
 ## The whole coverage loop on a dbt-duckdb project of your own (build, plan, approve, verify,
 ## reset): `make bench-own PROJECT=path/to/dbt ESTATE=path/to/estate.yaml`; prints each check.

@@ -521,3 +521,31 @@ def test_a_write_back_killed_at_random_points_leaves_nothing_undoable_or_wedged(
     cli("reset", "--yes")
     assert graph_digest(estate) == before
     assert digest_of(cli("plan").stdout) == first  # the estate plans as it did at the start
+
+
+def test_datahub_identity_refuses_a_launchpad_run_and_lite_names_the_fix(
+    estate: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """identity: datahub. A launchpad run carries no token, so it is refused (green, with the
+    fix) and writes nothing; on the embedded DataHub Lite the command line says DataHub Lite has
+    no users before it launches anything."""
+    from typer.testing import CliRunner
+
+    from upstream_dagster.cli import app
+
+    use_estate_file(monkeypatch, tmp_path, **{"identity: not-enforced": "identity: datahub"})
+    estate = settings_mod.load()
+    batch = planned(estate)
+    before = graph_digest(estate)
+    said = refusal(approve(estate, batch))
+    assert "handed no DataHub answer" in said and "launchpad run carries none" in said
+    runs_before = len(dg.DagsterInstance.from_config(str(estate.dagster_home)).get_run_records())
+    monkeypatch.setenv("DATAHUB_REVIEWER_TOKEN", "tok-alice")
+    out = CliRunner().invoke(
+        app, ["approve", "--all", "--digest", batch.digest, "--reviewer", "alice", "--yes"]
+    )
+    assert out.exit_code == 1 and "embedded DataHub Lite" in out.output
+    assert "tok-alice" not in out.output and "Traceback" not in out.output
+    instance = dg.DagsterInstance.from_config(str(estate.dagster_home))
+    assert len(instance.get_run_records()) == runs_before  # refused before launching
+    assert graph_digest(estate) == before

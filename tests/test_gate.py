@@ -141,3 +141,30 @@ def test_estate_yaml_refuses_a_key_for_someone_who_is_not_an_approver() -> None:
 
     with pytest.raises(pydantic.ValidationError, match="not in approvers"):
         Policies(actuation="ratify", approvers=["alice"], approver_keys={"eve": "A" * 43 + "="})
+
+
+def test_datahub_identity_writes_only_for_the_person_datahub_vouched_for() -> None:
+    """identity: datahub: the reviewer's own DataHub token names them (asked by the command
+    line, handed to its run in-process); a typed name, someone else's token, or a launchpad run
+    (which carries no token) is refused with the way to approve."""
+    from upstream_dagster.services import reviewer
+
+    datahub = Policies(actuation="ratify", approvers=APPROVERS, identity="datahub")
+    ok = decide(datahub, Request("d1", "alice", vouched="alice"), subject())
+    assert ok.verdict == "write"
+    as_urn = decide(datahub, Request("d1", "alice", vouched="urn:li:corpuser:alice"), subject())
+    assert as_urn.verdict == "write"
+    typed = decide(datahub, Request("d1", "alice"), subject())
+    assert typed.verdict == "refuse" and "no DataHub token came" in typed.problem
+    assert "DATAHUB_REVIEWER_TOKEN" in typed.fix and "launchpad" in typed.fix
+    stolen = decide(datahub, Request("d1", "alice", vouched="mallory"), subject())
+    assert stolen.verdict == "refuse" and "belongs to 'mallory'" in stolen.problem
+    # the hand-over from the command line to its own run: once, and only for what was approved
+    reviewer.hand_over("d1", "alice")
+    assert reviewer.request(datahub, "d2", "alice", False, "").vouched == ""  # another digest
+    reviewer.hand_over("d1", "alice")
+    assert reviewer.request(datahub, "d1", "alice", False, "").vouched == "alice"
+    again = reviewer.request(datahub, "d1", "alice", False, "")  # taken once
+    assert again.vouched == "" and "launchpad" in again.vouch_note
+    refused = decide(datahub, again, subject())
+    assert refused.verdict == "refuse" and "handed no DataHub answer" in refused.problem

@@ -9,7 +9,9 @@ checks run in one order, and the first that fails is the answer:
 3. a dry-run policy writes nothing, for anybody, and says so;
 4. an automatic launch writes only under an ``auto`` policy;
 5. a person must be on the approvers list and, unless estate.yaml says identity is not
-   enforced, prove it: an ed25519 signature over what they approve, by their listed key;
+   enforced, prove it: an ed25519 signature over what they approve, by their listed key
+   (``signed``), or DataHub naming them as the owner of the token they approved with
+   (``datahub``);
 6. there must be something to write, where the subject says why there may not be;
 7. an automatic launch writes only what is at or below ``max_auto_risk``; the rest waits.
 """
@@ -36,6 +38,8 @@ class Request:
     reviewer: str
     automatic: bool = False
     proof: str = ""  # base64 ed25519 signature over approval_message(kind, digest, reviewer)
+    vouched: str = ""  # the DataHub user the reviewer's own token belongs to, as DataHub said
+    vouch_note: str = ""  # why nobody was vouched for (no token came; DataHub refused it)
 
 
 def approval_message(kind: str, digest: str, reviewer: str) -> bytes:
@@ -80,6 +84,11 @@ class Decision:
     @property
     def writes(self) -> bool:
         return self.verdict == "write"
+
+
+def _person(name: str) -> str:
+    """A user as approvers lists them: ``alice`` and ``urn:li:corpuser:alice`` are one person."""
+    return name.removeprefix("urn:li:corpuser:")
 
 
 def _refuse(problem: str, fix: str) -> Decision:
@@ -132,6 +141,23 @@ def decide(policy: Policies, request: Request, subject: Subject) -> Decision:
             f"approve with `upstream approve ... --key YOUR.key` (or paste `upstream sign` "
             f"output into the launchpad's proof); `upstream keygen {request.reviewer}` makes a "
             "key and prints the approver_keys line for estate.yaml",
+        )
+    if (
+        not request.automatic
+        and policy.identity == "datahub"
+        and _person(request.vouched) != _person(request.reviewer)
+    ):
+        came = (
+            f"DataHub says the token belongs to {request.vouched!r}"
+            if request.vouched
+            else request.vouch_note or "no DataHub token came with it"
+        )
+        return _refuse(
+            f"{request.reviewer!r} did not prove who they are: estate.yaml says DataHub "
+            f"identifies approvers, and {came}",
+            "approve from the command line with your own DataHub token in "
+            "DATAHUB_REVIEWER_TOKEN (or name the variable with --token-env): it is sent once, to "
+            "ask DataHub who you are, and never stored; a launchpad run cannot carry a token",
         )
     if not subject.items and subject.empty_reason:
         return _refuse(

@@ -10,9 +10,10 @@ import typer
 from upstream_dagster import gate, runs
 from upstream_dagster import settings as settings_mod
 from upstream_dagster.cli.app import app, err, fail, guarded, out, plain
-from upstream_dagster.cli.incidents import approve_incident, signed
+from upstream_dagster.cli.incidents import TOKEN_ENV, approve_incident, signed, vouched
 from upstream_dagster.defs import journal
 from upstream_dagster.errors import UpstreamError
+from upstream_dagster.services import reviewer as handoff
 from upstream_dagster.spec.loader import load_estate
 from upstream_dagster.state import claims
 
@@ -82,11 +83,18 @@ def approve(
         Path | None,
         typer.Option(help="Your signing key (default: the one `upstream keygen NAME` made)."),
     ] = None,
+    token_env: Annotated[
+        str,
+        typer.Option(
+            help="The variable holding your own DataHub token, when estate.yaml says "
+            "identity: datahub (sent once to ask DataHub who you are; never stored)."
+        ),
+    ] = TOKEN_ENV,
 ) -> None:
     """Write the batch `upstream plan` showed (its --digest), or one incident's fix."""
     settings = settings_mod.load()
     if incident:
-        approve_incident(settings, incident, reviewer, yes, key)
+        approve_incident(settings, incident, reviewer, yes, key, token_env)
         return
     if not all_ and not ids:
         fail(UpstreamError("nothing to approve", "pass --all or --ids ID [--ids ID ...]"))
@@ -103,7 +111,8 @@ def approve(
         )
     spec = guarded(lambda: load_estate(settings.estate_file))
     proof = signed(spec.policies, "batch", digest, reviewer, key)
-    request = gate.Request(digest, reviewer, proof=proof)
+    who = vouched(settings, spec.policies, reviewer, token_env)
+    request = gate.Request(digest, reviewer, proof=proof, vouched=who)
     items = tuple((i, 0.0) for i in (ids or ["all"]))
     decision = gate.decide(spec.policies, request, gate.Subject("batch", current, current, items))
     if decision.verdict == "refuse":  # decided here, before anything is launched
@@ -131,6 +140,7 @@ def approve(
         f"Write {chosen} of batch {current} to DataHub as {reviewer}?"
     ):
         raise typer.Exit(1)
+    handoff.hand_over(current, who)
     done = guarded(
         lambda: runs.approve_batch(
             settings, current, ["all"] if all_ else list(ids or []), reviewer, reject, reason, proof

@@ -2,22 +2,26 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.markdown import Markdown
 
-from upstream_dagster import runs
+from upstream_dagster import gate, runs
 from upstream_dagster import settings as settings_mod
 from upstream_dagster.cli.app import app, fail, guarded, out, plain
-from upstream_dagster.datahub import Target, connected
+from upstream_dagster.datahub import Target, connected, whoami
 from upstream_dagster.datahub.incidents import failing_now, incident_key
 from upstream_dagster.defs import journal
 from upstream_dagster.errors import UpstreamError
+from upstream_dagster.services import reviewer as handoff
 from upstream_dagster.spec.loader import load_estate
 from upstream_dagster.spec.models import Policies
 from upstream_dagster.state import keys
+
+TOKEN_ENV = "DATAHUB_REVIEWER_TOKEN"  # where `approve` reads the reviewer's own DataHub token
 
 
 @app.command()
@@ -101,17 +105,41 @@ def signed(policies: Policies, kind: str, digest: str, reviewer: str, key: Path 
     return guarded(lambda: keys.sign(path, kind, digest, reviewer))
 
 
+def vouched(
+    settings: settings_mod.Settings, policies: Policies, reviewer: str, token_env: str
+) -> str:
+    """Who DataHub says the reviewer's own token belongs to, when estate.yaml lets DataHub
+    identify approvers (else nothing). The token is read from ``token_env`` and sent once."""
+    if policies.identity != "datahub" or reviewer not in policies.approvers:
+        return ""
+    token = os.environ.get(token_env, "")
+    return guarded(lambda: whoami(settings, token))
+
+
 def approve_incident(
-    settings: settings_mod.Settings, key: str, reviewer: str, yes: bool, signing: Path | None
+    settings: settings_mod.Settings,
+    key: str,
+    reviewer: str,
+    yes: bool,
+    signing: Path | None,
+    token_env: str = TOKEN_ENV,
 ) -> None:
     summary = journal.verdict(runs.dagster_instance(settings), key)
     if summary is None:
         fail(UpstreamError(f"no verdict for incident {key}", "run `upstream investigate` first"))
     policies = guarded(lambda: load_estate(settings.estate_file)).policies
     proof = signed(policies, "fix", summary.digest, reviewer, signing)
+    who = vouched(settings, policies, reviewer, token_env)
+    request = gate.Request(summary.digest, reviewer, proof=proof, vouched=who)
+    decision = gate.decide(
+        policies, request, gate.Subject("fix", summary.digest, summary.digest, (("fix", 0.0),))
+    )
+    if decision.verdict == "refuse":  # decided here, before anything is launched
+        fail(UpstreamError(f"refused: {decision.problem}", decision.fix))
     plain(f"{key}: {summary.conclusion}")
     if not yes and not typer.confirm(f"Apply the {summary.remedy} as {reviewer}?"):
         raise typer.Exit(1)
+    handoff.hand_over(summary.digest, who)
     done = guarded(lambda: runs.approve_incident(settings, key, summary.digest, reviewer, proof))
     if done.result:
         out.print(done.result)

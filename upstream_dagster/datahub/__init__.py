@@ -16,7 +16,7 @@ from upstream_dagster.datahub import _sdk
 from upstream_dagster.datahub.gms import GmsGraph
 from upstream_dagster.datahub.lite import LiteGraph
 from upstream_dagster.datahub.protocol import MetadataGraph
-from upstream_dagster.errors import DataHubUnavailable, redact
+from upstream_dagster.errors import DataHubUnavailable, UpstreamError, redact
 from upstream_dagster.settings import Settings
 
 
@@ -56,6 +56,22 @@ def open_graph(target: Target | Settings, *, create: bool = False) -> MetadataGr
     return LiteGraph(where.lite_file, create=create)
 
 
+def whoami(target: Target | Settings, token: str) -> str:
+    """The DataHub user a reviewer's own token belongs to (a GMS only: the embedded DataHub Lite
+    has no users or tokens)."""
+    where = target if isinstance(target, Target) else Target.of(target)
+    if not where.gms_url:
+        raise UpstreamError(
+            "estate.yaml says DataHub identifies approvers, but this is the embedded DataHub "
+            "Lite, which has no users or tokens",
+            "set DATAHUB_GMS_URL to your DataHub, or set policies.identity to signed",
+        )
+    _sdk.prepare(where.sdk_home)
+    from upstream_dagster.datahub.gms.identity import whoami as ask
+
+    return ask(where.gms_url, token)
+
+
 @contextmanager
 def connected(target: Target | Settings, *, create: bool = False) -> Iterator[MetadataGraph]:
     """The configured DataHub for the length of a block, closed however the block ends."""
@@ -66,4 +82,4 @@ def connected(target: Target | Settings, *, create: bool = False) -> Iterator[Me
         graph.close()
 
 
-__all__ = ["MetadataGraph", "Target", "connected", "open_graph"]
+__all__ = ["MetadataGraph", "Target", "connected", "open_graph", "whoami"]

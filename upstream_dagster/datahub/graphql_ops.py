@@ -50,6 +50,9 @@ FIND_INCIDENTS = """query upstreamFindIncidents($urn: String!, $start: Int, $cou
   dataset(urn: $urn) { incidents(start: $start, count: $count) { total
     incidents { urn description } } } }"""
 
+# Who the request's token belongs to (MeResolver: the authenticated actor's corpUser).
+WHOAMI = """query upstreamWhoAmI { me { corpUser { urn username } } }"""
+
 # name -> document: every operation Upstream itself writes (the SDK's two are named below).
 OPERATIONS: dict[str, str] = {
     "upstreamSearch": SEARCH,
@@ -58,6 +61,7 @@ OPERATIONS: dict[str, str] = {
     "upstreamRaiseIncident": RAISE_INCIDENT,
     "upstreamUpdateIncidentStatus": UPDATE_INCIDENT_STATUS,
     "upstreamFindIncidents": FIND_INCIDENTS,
+    "upstreamWhoAmI": WHOAMI,
 }
 SDK_OPERATIONS = ("upsertCustomAssertion", "reportAssertionResult")
 

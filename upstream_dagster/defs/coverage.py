@@ -26,7 +26,7 @@ from upstream_dagster.defs.resources import (
     WarehouseResource,
 )
 from upstream_dagster.errors import UpstreamError
-from upstream_dagster.services import coverage
+from upstream_dagster.services import coverage, reviewer
 from upstream_dagster.spec import EstateSpec
 from upstream_dagster.spec.urns import short
 from upstream_dagster.state import claims
@@ -185,7 +185,9 @@ def coverage_writeback(
     with datahub.graph() as graph:
         inputs = _context(upstream, warehouse)
         ctx, now = coverage.current_plan(graph, spec, proposals.base.as_of_ms, inputs)
-        request = gate.Request(config.batch_digest, config.reviewer, automatic, config.proof)
+        request = reviewer.request(
+            policy, config.batch_digest, config.reviewer, automatic, config.proof
+        )
         decision = gate.decide(policy, request, coverage.subject(proposals, now.digest, chosen))
         if decision.verdict != "write":  # dry-run, or refused: an answer, not a failed run
             refused: dict[str, Any] = (

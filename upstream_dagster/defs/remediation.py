@@ -32,6 +32,7 @@ from upstream_dagster.defs.resources import (
 )
 from upstream_dagster.reliability.verdict import Verdict
 from upstream_dagster.services import incident_fix as fixes
+from upstream_dagster.services import reviewer
 from upstream_dagster.spec.urns import short
 from upstream_dagster.state import claims
 
@@ -69,8 +70,11 @@ def incident_fix(
 ) -> dg.MaterializeResult[Any]:
     v = incident_verdict
     automatic = context.run.tags.get(AUTOMATIC_TAG) == "true"
-    request = gate.Request(config.verdict_digest, config.reviewer, automatic, config.proof)
-    decision = gate.decide(upstream.spec().policies, request, fixes.subject(v))
+    policy = upstream.spec().policies
+    request = reviewer.request(
+        policy, config.verdict_digest, config.reviewer, automatic, config.proof
+    )
+    decision = gate.decide(policy, request, fixes.subject(v))
     if decision.verdict == "refuse":  # a refusal is an answer, not a failed run
         context.log.error(f"refused: {decision.problem}; fix: {decision.fix}")
         return dg.MaterializeResult(

@@ -168,8 +168,10 @@ class Policies(Strict):
     max_auto_risk: float = Field(default=0.3, ge=0, le=1)
     # Who an approval is from. "signed": each approval carries an ed25519 signature over what
     # it approves, by the key approver_keys lists for that name (`upstream keygen NAME` makes
-    # one). "not-enforced": a typed name is taken at its word: for a demo, never production.
-    identity: Literal["signed", "not-enforced"] = "signed"
+    # one). "datahub": against a DataHub server, the reviewer's own DataHub token says who they
+    # are (asked once through GraphQL `me`, never stored). "not-enforced": a typed name is
+    # taken at its word: for a demo, never production.
+    identity: Literal["signed", "datahub", "not-enforced"] = "signed"
     approver_keys: dict[str, Annotated[str, Field(pattern=r"^[A-Za-z0-9+/]{43}=$")]] = Field(
         default_factory=dict
     )

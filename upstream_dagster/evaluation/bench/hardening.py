@@ -1,6 +1,6 @@
 """Bad input, generated: does every entry point refuse it with the problem and the fix?
 
-Five kinds of input a person (or an attacker) hands Upstream, each mutated from a valid one by a
+Six kinds of input a person (or an attacker) hands Upstream, each mutated from a valid one by a
 seeded generator (the tests drive the same generators with hypothesis):
 
 - estate files (``load_estate``), scenario files (``load_scenario``);
@@ -8,6 +8,8 @@ seeded generator (the tests drive the same generators with hypothesis):
   before and after (a write that got through is data lost);
 - launchpad approvals (the gate, with signed identity), which must never write for a stale
   digest, a stranger, or a forged proof;
+- launchpad configs of the two write-backs (Dagster's validation against the config classes the
+  launchpad shows: a missing field, a wrong type, an unknown field, a token pasted in);
 - environment values (the clock, the state folder, the DataHub address).
 
 Each try ends as one of: a clean error (an `UpstreamError` with a fix, or a config validation
@@ -39,6 +41,7 @@ from upstream_dagster import settings as settings_mod
 from upstream_dagster.clock import ClockError
 from upstream_dagster.datahub import open_graph
 from upstream_dagster.errors import UpstreamError
+from upstream_dagster.evaluation.bench import launchpad
 from upstream_dagster.evaluation.scenario import load_scenario
 from upstream_dagster.settings import PROJECT_ROOT
 from upstream_dagster.spec.loader import load_estate
@@ -271,7 +274,7 @@ def _checksum(path: Path) -> str:
     return hashlib.sha256(repr((rows, sorted(tables))).encode()).hexdigest()
 
 
-KINDS = ("estate", "scenario", "sql", "approval", "env")
+KINDS = ("estate", "scenario", "sql", "approval", "launchpad", "env")
 
 
 @contextmanager
@@ -334,6 +337,10 @@ def one(
         decision = gate.decide(policies, request, subject)
         clean = decision.verdict == "refuse" and bool(decision.problem and decision.fix)
         return Try(kind, what, "clean error" if clean else "wrongly accepted", decision.problem)
+    if kind == "launchpad":
+        what, step, run_config = launchpad.mutation(rng)
+        why = launchpad.refused(step, run_config)
+        return Try(kind, what, "clean error" if why else "wrongly accepted", why)
     what, values = env_mutation(rng, scratch)
     return Try("env", what, *_outcome(lambda: _open_with(values), must_refuse=True))
 
