@@ -120,3 +120,24 @@ def test_a_drop_in_conformance_raises_a_warning(estate: Settings) -> None:
 def test_the_score_runs_nightly_at_two(shared_estate: Settings) -> None:
     schedule = build(shared_estate).resolve_schedule_def("nightly_score")
     assert schedule.cron_schedule == "0 2 * * *" and schedule.job_name == "score"
+
+
+def test_score_is_a_read_that_never_loads_dagster_and_prints_what_the_job_scores(
+    estate: Settings,
+) -> None:
+    """`upstream score` took 12 s, most of it deploying and loading definitions to launch a run
+    that only reads. It is now the conformance asset's own service, read directly (no run, no
+    Dagster import); `--record` runs the score job and must print the same dial."""
+    plain, recorded = score_cli(estate), score_cli(estate, "--record")
+    assert plain.returncode == 0 and recorded.returncode == 0, plain.stderr + recorded.stderr
+    assert plain.stdout == recorded.stdout
+    probe = (
+        "import sys\nfrom upstream_dagster.cli import app\nsys.argv = ['upstream', 'score']\n"
+        "try:\n    app()\nexcept SystemExit:\n    pass\n"
+        "print('dagster loaded:', 'dagster' in sys.modules)\n"
+    )
+    env = {**os.environ, "UPSTREAM_STATE_DIR": str(estate.state_dir)}
+    ran = subprocess.run(
+        [sys.executable, "-c", probe], cwd=ROOT, env=env, capture_output=True, text=True
+    )
+    assert "overall" in ran.stdout and "dagster loaded: False" in ran.stdout, ran.stderr[-2000:]

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import importlib.util
+import sys
 from collections.abc import Callable
+from types import ModuleType
 from typing import NoReturn, TypeVar
 
 import typer
@@ -22,6 +25,21 @@ app = typer.Typer(
 out = Console(soft_wrap=True)
 err = Console(stderr=True, soft_wrap=True)
 T = TypeVar("T")
+
+
+def lazy(name: str) -> ModuleType:
+    """Module ``name``, executed on first use: a command that never launches a Dagster run (a
+    score read, a summary, --help) never pays for importing Dagster and the definitions."""
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.find_spec(name)
+    if spec is None or spec.loader is None:
+        raise ImportError(name)
+    spec.loader = importlib.util.LazyLoader(spec.loader)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
 
 
 def fail(exc: UpstreamError) -> NoReturn:

@@ -3,19 +3,25 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from upstream_dagster import gate, runs
+from upstream_dagster import gate
 from upstream_dagster import settings as settings_mod
-from upstream_dagster.cli.app import app, err, fail, guarded, out, plain
+from upstream_dagster.cli.app import app, err, fail, guarded, lazy, out, plain
 from upstream_dagster.cli.incidents import TOKEN_ENV, approve_incident, signed, vouched
-from upstream_dagster.defs import journal
 from upstream_dagster.errors import UpstreamError
 from upstream_dagster.services import reviewer as handoff
 from upstream_dagster.spec.loader import load_estate
 from upstream_dagster.state import claims
+
+if TYPE_CHECKING:
+    from upstream_dagster import runs
+    from upstream_dagster.defs import journal
+else:  # imported when a command first uses them
+    runs = lazy("upstream_dagster.runs")
+    journal = lazy("upstream_dagster.defs.journal")
 
 
 @app.command()

@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from upstream_dagster import settings as settings_mod
-from upstream_dagster.cli.app import app, guarded, out, plain
-from upstream_dagster.evaluation import suite
-from upstream_dagster.evaluation.breakage import BreakReport, break_estate, heal_estate
+from upstream_dagster.cli.app import app, guarded, lazy, out, plain
 from upstream_dagster.evaluation.scenario import load_scenario
+
+if TYPE_CHECKING:
+    from upstream_dagster.evaluation import breakage, suite
+else:  # imported when a command first uses them
+    suite = lazy("upstream_dagster.evaluation.suite")
+    breakage = lazy("upstream_dagster.evaluation.breakage")
 
 
 @app.command("break")
@@ -24,9 +28,9 @@ def break_(
     settings = settings_mod.load()
     sc = guarded(lambda: load_scenario(scenario))
 
-    def run() -> BreakReport:
+    def run() -> breakage.BreakReport:
         with out.status(f"breaking the estate with {sc.name} (faults, dbt build, DataHub)..."):
-            return break_estate(settings, sc)
+            return breakage.break_estate(settings, sc)
 
     report = guarded(run)
     out.print(f"[bold]{sc.name}[/] applied:")
@@ -63,7 +67,7 @@ def heal(
 
     def run() -> int:
         with out.status("rebuilding the clean estate (estate_build)..."):
-            return heal_estate(settings, forget)
+            return breakage.heal_estate(settings, forget)
 
     removed = guarded(run)
     out.print(

@@ -4,22 +4,28 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.markdown import Markdown
 
-from upstream_dagster import gate, runs
+from upstream_dagster import gate
 from upstream_dagster import settings as settings_mod
-from upstream_dagster.cli.app import app, fail, guarded, out, plain
+from upstream_dagster.cli.app import app, fail, guarded, lazy, out, plain
 from upstream_dagster.datahub import Target, connected, whoami
 from upstream_dagster.datahub.incidents import failing_now, incident_key
-from upstream_dagster.defs import journal
 from upstream_dagster.errors import UpstreamError
 from upstream_dagster.services import reviewer as handoff
 from upstream_dagster.spec.loader import load_estate
 from upstream_dagster.spec.models import Policies
 from upstream_dagster.state import keys
+
+if TYPE_CHECKING:
+    from upstream_dagster import runs
+    from upstream_dagster.defs import journal
+else:  # imported when a command first uses them
+    runs = lazy("upstream_dagster.runs")
+    journal = lazy("upstream_dagster.defs.journal")
 
 TOKEN_ENV = "DATAHUB_REVIEWER_TOKEN"  # where `approve` reads the reviewer's own DataHub token
 
