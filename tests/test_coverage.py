@@ -549,3 +549,23 @@ def test_datahub_identity_refuses_a_launchpad_run_and_lite_names_the_fix(
     instance = dg.DagsterInstance.from_config(str(estate.dagster_home))
     assert len(instance.get_run_records()) == runs_before  # refused before launching
     assert graph_digest(estate) == before
+
+
+def test_verify_before_any_write_back_is_one_line_not_a_failed_run(estate: Settings) -> None:
+    """`upstream verify` on an estate nothing was written to printed a Dagster STEP_FAILURE and
+    a traceback; it is an answer: one line with the fix, and no run launched."""
+    from typer.testing import CliRunner
+
+    from upstream_dagster.cli import app
+
+    def launched() -> int:
+        home = estate.dagster_home
+        return (
+            len(dg.DagsterInstance.from_config(str(home)).get_run_records()) if home.is_dir() else 0
+        )
+
+    runs_before = launched()
+    out = CliRunner().invoke(app, ["verify"])
+    assert out.exit_code == 1 and "nothing to verify" in out.output and "fix:" in out.output
+    assert "Traceback" not in out.output and "STEP_FAILURE" not in out.output
+    assert launched() == runs_before

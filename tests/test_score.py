@@ -141,3 +141,17 @@ def test_score_is_a_read_that_never_loads_dagster_and_prints_what_the_job_scores
         [sys.executable, "-c", probe], cwd=ROOT, env=env, capture_output=True, text=True
     )
     assert "overall" in ran.stdout and "dagster loaded: False" in ran.stdout, ran.stderr[-2000:]
+
+
+def test_a_command_is_told_each_step_its_run_starts(estate: Settings) -> None:
+    """`plan`, `approve`, `verify`, `reset` took 15-23 s with nothing shown: the spinner now
+    names the step the run is in, from the run's own step-start events."""
+    from upstream_dagster.defs.progress import steps
+
+    seen: list[str] = []
+    with steps(seen.append):
+        run_job(estate, "score")
+    assert seen[:3] == ["estate_spec", "metadata_context", "conformance"]
+    assert "proposals" in seen and "approval_queue" in seen
+    run_job(estate, "score")  # no listener: nothing is told, nothing fails
+    assert len(seen) == len(set(seen))

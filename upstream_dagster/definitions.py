@@ -12,6 +12,7 @@ import dagster as dg
 
 from upstream_dagster import settings as settings_mod
 from upstream_dagster.defs import conformance, coverage, notify, reliability, remediation
+from upstream_dagster.defs.progress import LOGGERS
 from upstream_dagster.defs.resources import resources
 from upstream_dagster.spec import load_estate
 from upstream_dagster.warehouse.dbt_project import DbtProject, dbt_executable
@@ -30,7 +31,9 @@ def core(settings: settings_mod.Settings) -> dg.Definitions:
         conformance.defs,
         coverage.defs,
         notify.defs,
-        dg.Definitions(resources=resources(settings), executor=dg.in_process_executor),
+        dg.Definitions(
+            resources=resources(settings), executor=dg.in_process_executor, loggers=LOGGERS
+        ),
     )
 
 
@@ -63,7 +66,9 @@ def build(settings: settings_mod.Settings) -> dg.Definitions:
         reliability.defs,
         remediation.defs,
         dg.Definitions(
-            resources={**resources(settings), "dbt": dbt}, executor=dg.in_process_executor
+            resources={**resources(settings), "dbt": dbt},
+            executor=dg.in_process_executor,
+            loggers=LOGGERS,
         ),
     )
 

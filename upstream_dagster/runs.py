@@ -17,6 +17,7 @@ import dagster as dg
 from upstream_dagster.conformance.plan import Plan
 from upstream_dagster.conformance.score import Dial
 from upstream_dagster.definitions import CORE_JOBS, build, core
+from upstream_dagster.defs import journal
 from upstream_dagster.defs.estate_jobs import OUTCOME as BUILD_OUTCOME
 from upstream_dagster.defs.remediation import DRIVER_TAG, INCIDENT_TAG
 from upstream_dagster.defs.resources import WRITEBACK_POOL
@@ -137,7 +138,9 @@ def run_job(
     # The command line shows warnings only; the full log is in the Dagster UI for every run.
     # A loud build failure the caller expects is reported by the caller, not as a traceback.
     level = "CRITICAL" if loud_build_ok else "WARNING"
-    config = {"loggers": {"console": {"config": {"log_level": level}}}, **(run_config or {})}
+    # ``progress`` passes each step's start to the command line's spinner (defs/progress.py).
+    loggers = {"console": {"config": {"log_level": level}}, "progress": {}}
+    config = {"loggers": loggers, **(run_config or {})}
     # dagster-dbt echoes every dbt log line to stdout; a command prints its own summary, and
     # the full log stays in the run's event log (the Dagster UI).
     with contextlib.redirect_stdout(io.StringIO()):
@@ -290,6 +293,12 @@ class Verified:
 
 
 def verify(settings: Settings) -> Verified:
+    if not any(e.written for e in journal.entries(dagster_instance(settings))):
+        raise UpstreamError(  # an answer, before a run that could only fail
+            "nothing to verify: no write-back has been made yet",
+            "`upstream plan`, then `upstream approve --digest DIGEST ...`; verify compares "
+            "DataHub with what that approval projected",
+        )
     result = run_job(settings, "coverage_verify_job")
     (check,) = result.get_asset_check_evaluations()
     meta = {k: v.value for k, v in check.metadata.items()}

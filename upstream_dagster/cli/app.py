@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import importlib.util
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from types import ModuleType
 from typing import NoReturn, TypeVar
 
@@ -40,6 +41,21 @@ def lazy(name: str) -> ModuleType:
     sys.modules[name] = module
     spec.loader.exec_module(module)
     return module
+
+
+@contextmanager
+def running(what: str) -> Iterator[None]:
+    """A spinner (on stderr, so a command's printed result stays clean) saying what runs and,
+    while a Dagster run is under way, the step it is in."""
+    from upstream_dagster.defs.progress import steps  # Dagster: only a command that runs one
+
+    with err.status(f"{what}...") as status:
+
+        def step(key: str) -> None:
+            status.update(f"{what}: step {key}...")
+
+        with steps(step):
+            yield
 
 
 def fail(exc: UpstreamError) -> NoReturn:

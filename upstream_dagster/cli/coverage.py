@@ -9,7 +9,7 @@ import typer
 
 from upstream_dagster import gate
 from upstream_dagster import settings as settings_mod
-from upstream_dagster.cli.app import app, err, fail, guarded, lazy, out, plain
+from upstream_dagster.cli.app import app, err, fail, guarded, lazy, out, plain, running
 from upstream_dagster.cli.incidents import TOKEN_ENV, approve_incident, signed, vouched
 from upstream_dagster.errors import UpstreamError
 from upstream_dagster.services import reviewer as handoff
@@ -28,7 +28,8 @@ else:  # imported when a command first uses them
 def plan() -> None:
     """Score the estate and print the priced proposals of the current batch, with its digest."""
     settings = settings_mod.load()
-    batch = guarded(lambda: runs.score(settings)).batch
+    with running("scoring and planning (the score job)"):
+        batch = guarded(lambda: runs.score(settings)).batch
     before, after = batch.base.overall.percent, batch.projected.overall.percent
     out.print(
         f"batch {batch.digest}: {len(batch.proposals)} proposals, conformance "
@@ -147,11 +148,18 @@ def approve(
     ):
         raise typer.Exit(1)
     handoff.hand_over(current, who)
-    done = guarded(
-        lambda: runs.approve_batch(
-            settings, current, ["all"] if all_ else list(ids or []), reviewer, reject, reason, proof
+    with running(f"writing batch {current} (coverage_writeback_job)"):
+        done = guarded(
+            lambda: runs.approve_batch(
+                settings,
+                current,
+                ["all"] if all_ else list(ids or []),
+                reviewer,
+                reject,
+                reason,
+                proof,
+            )
         )
-    )
     if done.result:  # the policy wrote nothing, and says why
         out.print(f"batch {current}: {done.result}")
         return
@@ -168,7 +176,8 @@ def approve(
 def verify() -> None:
     """Re-read DataHub and check the measured conformance equals the approved projection."""
     settings = settings_mod.load()
-    done = guarded(lambda: runs.verify(settings))
+    with running("re-reading DataHub (coverage_verify_job)"):
+        done = guarded(lambda: runs.verify(settings))
     out.print(
         f"measured {done.measured}% vs projected {done.projected}%: "
         f"{'equal' if done.equal else 'DIFFERENT'}"
@@ -186,5 +195,6 @@ def reset(
     if not yes:
         fail(UpstreamError("reset rewrites DataHub", "pass --yes to confirm"))
     settings = settings_mod.load()
-    done = guarded(lambda: runs.reset(settings, batch))
+    with running("undoing write-backs (coverage_reset_job)"):
+        done = guarded(lambda: runs.reset(settings, batch))
     out.print(f"restored {done.restored} aspects (batches {done.batches})")

@@ -14,7 +14,16 @@ from rich.table import Table
 
 from upstream_dagster import clock
 from upstream_dagster import settings as settings_mod
-from upstream_dagster.cli.app import app, fail, guarded, lazy, out, plain, print_summary
+from upstream_dagster.cli.app import (
+    app,
+    fail,
+    guarded,
+    lazy,
+    out,
+    plain,
+    print_summary,
+    running,
+)
 from upstream_dagster.conformance.score import Dial, render
 from upstream_dagster.datahub import Target, connected
 from upstream_dagster.datahub.spike import PASS
@@ -56,10 +65,10 @@ def _build_and_score(settings: settings_mod.Settings) -> None:
         project = DbtProject.of(settings)
         project.deploy()
         project.parse()
-        with out.status("running the estate_build job (raw feeds -> dbt build -> DataHub)..."):
+        with running("building the estate (raw feeds -> dbt build -> DataHub)"):
             runs.run_job(settings, "estate_build")
         print_summary(settings)
-        with out.status(f"scoring {settings.estate_file.name} against DataHub..."):
+        with running(f"scoring {settings.estate_file.name} against DataHub"):
             return runs.score(settings)
 
     scored = guarded(build)
@@ -91,7 +100,8 @@ def score(
     settings = settings_mod.load()
     spec = guarded(lambda: load_estate(settings.estate_file))  # a bad file: file:line, fix
     if record:
-        dial = guarded(lambda: runs.score(settings)).dial
+        with running("scoring (the score job)"):
+            dial = guarded(lambda: runs.score(settings)).dial
     else:  # a read: the same service the conformance asset calls, without launching a run
 
         def read() -> Dial:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from upstream_dagster import settings as settings_mod
-from upstream_dagster.cli.app import app, guarded, lazy, out, plain
+from upstream_dagster.cli.app import app, guarded, lazy, out, plain, running
 from upstream_dagster.evaluation.scenario import load_scenario
 
 if TYPE_CHECKING:
@@ -29,7 +29,7 @@ def break_(
     sc = guarded(lambda: load_scenario(scenario))
 
     def run() -> breakage.BreakReport:
-        with out.status(f"breaking the estate with {sc.name} (faults, dbt build, DataHub)..."):
+        with running(f"breaking the estate with {sc.name} (faults, dbt build, DataHub)"):
             return breakage.break_estate(settings, sc)
 
     report = guarded(run)
@@ -66,7 +66,7 @@ def heal(
     settings = settings_mod.load()
 
     def run() -> int:
-        with out.status("rebuilding the clean estate (estate_build)..."):
+        with running("rebuilding the clean estate (estate_build)"):
             return breakage.heal_estate(settings, forget)
 
     removed = guarded(run)

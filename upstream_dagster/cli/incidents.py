@@ -11,7 +11,7 @@ from rich.markdown import Markdown
 
 from upstream_dagster import gate
 from upstream_dagster import settings as settings_mod
-from upstream_dagster.cli.app import app, fail, guarded, lazy, out, plain
+from upstream_dagster.cli.app import app, fail, guarded, lazy, out, plain, running
 from upstream_dagster.datahub import Target, connected, whoami
 from upstream_dagster.datahub.incidents import failing_now, incident_key
 from upstream_dagster.errors import UpstreamError
@@ -49,7 +49,7 @@ def investigate(
         out.print("No assertion is failing in DataHub" + (f" for {urn}" if urn else "") + ".")
         return
     for key in keys:
-        with out.status(f"investigating {key}..."):
+        with running(f"investigating {key}"):
             done = guarded(lambda key=key: runs.investigate(settings, key))  # type: ignore[misc]
         v = done.verdict
         out.print(f"[bold]{key}[/]", highlight=False)
@@ -146,7 +146,10 @@ def approve_incident(
     if not yes and not typer.confirm(f"Apply the {summary.remedy} as {reviewer}?"):
         raise typer.Exit(1)
     handoff.hand_over(summary.digest, who)
-    done = guarded(lambda: runs.approve_incident(settings, key, summary.digest, reviewer, proof))
+    with running(f"applying the fix for {key} (incident_writeback_job, rebuild, re-check)"):
+        done = guarded(
+            lambda: runs.approve_incident(settings, key, summary.digest, reviewer, proof)
+        )
     if done.result:
         out.print(done.result)
         return
