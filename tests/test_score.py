@@ -155,3 +155,47 @@ def test_a_command_is_told_each_step_its_run_starts(estate: Settings) -> None:
     assert "proposals" in seen and "approval_queue" in seen
     run_job(estate, "score")  # no listener: nothing is told, nothing fails
     assert len(seen) == len(set(seen))
+
+
+def test_a_scheduled_observation_scores_again_only_when_datahub_changed(estate: Settings) -> None:
+    """The DataHub source asset is observed on a schedule; datahub_changed launches the score
+    job when the observed data version moved (here: a steward adds an owner in DataHub)."""
+    from upstream_dagster.definitions import core
+    from upstream_dagster.defs.watch import datahub_changed, newest_version, observe_schedule
+    from upstream_dagster.runs import dagster_instance
+
+    defs = core(estate)
+    assert defs.resolve_schedule_def(observe_schedule.name).job_name == "observe_datahub"
+    instance = dagster_instance(estate)
+
+    def tick(cursor: str | None) -> dg.SensorResult | dg.SkipReason:
+        ctx = dg.build_sensor_context(instance=instance, cursor=cursor, definitions=defs)
+        result = datahub_changed(ctx)
+        assert isinstance(result, dg.SensorResult | dg.SkipReason)
+        return result
+
+    unseen = tick(None)
+    assert isinstance(unseen, dg.SkipReason) and "not been observed" in str(unseen.skip_message)
+    run_job(estate, "observe_datahub")
+    first = newest_version(instance)
+    started = tick(None)
+    assert isinstance(started, dg.SensorResult) and not started.run_requests
+    assert started.cursor == first
+    run_job(estate, "observe_datahub")  # nothing changed: same version, no score
+    assert newest_version(instance) == first
+    same = tick(first)
+    assert isinstance(same, dg.SkipReason) and "unchanged" in str(same.skip_message)
+
+    graph = LiteGraph(estate.lite_file)
+    try:
+        (dataset,) = [u for u in graph.search_prefix("urn:li:dataset:") if "fct_orders" in u][:1]
+        owner = {"owner": "urn:li:corpuser:steward", "type": "DATAOWNER"}
+        graph.write_aspect(dataset, "ownership", {"owners": [owner]})
+    finally:
+        graph.close()
+    run_job(estate, "observe_datahub")
+    moved = tick(first)
+    assert isinstance(moved, dg.SensorResult) and moved.cursor != first
+    (request,) = moved.run_requests or []
+    assert request.run_key == f"datahub-{moved.cursor}"
+    assert defs.resolve_sensor_def("datahub_changed").job_name == "score"

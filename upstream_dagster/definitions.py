@@ -11,7 +11,7 @@ import os
 import dagster as dg
 
 from upstream_dagster import settings as settings_mod
-from upstream_dagster.defs import conformance, coverage, notify, reliability, remediation
+from upstream_dagster.defs import conformance, coverage, notify, reliability, remediation, watch
 from upstream_dagster.defs.progress import LOGGERS
 from upstream_dagster.defs.resources import resources
 from upstream_dagster.spec import load_estate
@@ -31,6 +31,7 @@ def core(settings: settings_mod.Settings) -> dg.Definitions:
         conformance.defs,
         coverage.defs,
         notify.defs,
+        watch.defs,
         dg.Definitions(
             resources=resources(settings), executor=dg.in_process_executor, loggers=LOGGERS
         ),
@@ -63,6 +64,7 @@ def build(settings: settings_mod.Settings) -> dg.Definitions:
         conformance.defs,
         coverage.defs,
         notify.defs,
+        watch.defs,
         reliability.defs,
         remediation.defs,
         dg.Definitions(
