@@ -47,7 +47,12 @@ def test_vendor_drift_from_sensor_to_resolved_incident(estate: settings_mod.Sett
         result = sensor(ctx)
         assert len(result.run_requests) == 1
         (request,) = result.run_requests
-        assert request.run_key == request.partition_key  # assertion id @ event time
+        assert request.run_key == request.partition_key
+        # the partition names the dataset and the time; the run names the check
+        dataset_part = request.partition_key.split("@")[0]
+        assert "." in dataset_part and "urn:" not in dataset_part
+        assert "T" in request.partition_key.split("@")[1] and "Z~" in request.partition_key
+        assert request.tags["upstream/check"] and " " not in request.tags["upstream/check"]
         instance.add_dynamic_partitions("incidents", [request.partition_key])
         ctx.update_cursor(result.cursor)
         again = sensor(ctx)

@@ -673,3 +673,22 @@ def test_the_guard_refuses_writes_hidden_in_a_cte_and_unreadable_sql_without_rai
 ) -> None:
     checked = guard(sql, {"s.t"})
     assert checked.refused and checked.reason
+
+
+def test_an_incident_key_names_the_dataset_and_the_time_and_still_reads_old_keys() -> None:
+    """Partitions were opaque (`upstream-3d5b...@1796093310647`): the key now reads as the
+    dataset and the UTC time, exact by the assertion id at its end; keys of the old form still
+    name the same event, so a sensor does not open a known incident twice."""
+    from upstream_dagster.datahub.incidents import incident_key, parse_key, same_event
+    from upstream_dagster.datahub.model import AssertionRun
+
+    dataset = "urn:li:dataset:(urn:li:dataPlatform:dbt,warehouse.marts.fct_orders,PROD)"
+    run = AssertionRun("urn:li:assertion:a94206c5", dataset, 1796125218379, "FAILURE")
+    key = incident_key(run)
+    assert key == "marts.fct_orders@2026-12-01T11:40:18.379Z~a94206c5"
+    assert parse_key(key) == ("urn:li:assertion:a94206c5", 1796125218379)
+    assert same_event("a94206c5@1796125218379") == same_event(key)
+    assert same_event("not a key") is None
+    odd = AssertionRun("urn:li:assertion:x", "urn:li:dataset:(p,a b...c,PROD)", 5, "FAILURE")
+    assert "..." not in incident_key(odd) and " " not in incident_key(odd)
+    assert parse_key(incident_key(odd)) == ("urn:li:assertion:x", 5)

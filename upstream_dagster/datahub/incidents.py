@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from upstream_dagster.datahub.assertions import assertee, assertion_column, assertion_label
@@ -19,25 +20,79 @@ from upstream_dagster.datahub.signals import is_build_check
 from upstream_dagster.errors import UpstreamError
 from upstream_dagster.reliability.health import GRACE_MS, FailingCheck, Window
 from upstream_dagster.reliability.walk import Memory, Trigger
-from upstream_dagster.spec.urns import platform_of
+from upstream_dagster.spec.urns import platform_of, relation_of
 
 MEMORY = "urn:li:structuredProperty:lastRootCause"
-_KEY = re.compile(r"^(?P<id>[A-Za-z0-9_.-]+)@(?P<ts>\d+)$")
+# DATASET@UTC-TIME~ASSERTION_ID; the id and the millisecond time make it exact.
+_KEY = re.compile(
+    r"^[^@~]*@(?P<iso>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)\.(?P<ms>\d{3})Z~(?P<id>[A-Za-z0-9_.-]+)$"
+)
+_OLD_KEY = re.compile(r"^(?P<id>[A-Za-z0-9_.-]+)@(?P<ts>\d+)$")  # ASSERTION_ID@MILLIS, before
+_UNSAFE = re.compile(r"[^A-Za-z0-9_.:-]+")
+
+
+def _safe(text: str, limit: int) -> str:
+    """A piece of a partition key: no spaces, no "...", none of the key's own separators."""
+    return re.sub(r"\.{2,}", ".", _UNSAFE.sub("_", text)).strip("_.")[:limit]
+
+
+def check_name(info: dict[str, Any]) -> str:
+    """A short name for an assertion: the dbt test's name, an Upstream monitor's name and
+    column, else its label."""
+    props = info.get("customProperties") or {}
+    unique_id = str(props.get("dbt_unique_id", ""))
+    if unique_id.count(".") >= 2:
+        return unique_id.split(".")[2]
+    if props.get("upstream_monitor"):
+        field = str((info.get("customAssertion") or {}).get("field") or "")
+        column = field.rpartition(",")[2].rstrip(")") if field else ""
+        return str(props["upstream_monitor"]) + (f".{column}" if column else "")
+    return assertion_label(info) if info else ""
 
 
 def incident_key(run: AssertionRun) -> str:
-    """A partition key from the event itself: the assertion's id and the event time."""
-    return f"{run.assertion_urn.removeprefix('urn:li:assertion:')}@{run.timestamp_ms}"
+    """A partition key a person can read: the dataset, the event's UTC time, then the assertion
+    id that makes it exact (``shop.orders@2026-11-29T06:00:18.379Z~a94206c5``). It is made from
+    the run event alone, so the polling sensor and the DataHub Action give one event one key;
+    the check's name travels as the run's ``upstream/check`` tag (`checks_for`)."""
+    name = _safe(relation_of(run.asserted_urn), 80) if run.asserted_urn else "dataset"
+    seconds, ms = divmod(run.timestamp_ms, 1000)
+    when = datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%S")
+    return f"{name}@{when}.{ms:03d}Z~{run.assertion_urn.removeprefix('urn:li:assertion:')}"
+
+
+def checks_for(graph: MetadataGraph, runs: list[AssertionRun]) -> dict[str, str]:
+    """Each run's incident key -> the short name of its check (one DataHub read for them all)."""
+    urns = sorted({r.assertion_urn for r in runs})
+    infos = graph.get_aspects(urns, ["assertionInfo"]) if urns else {}
+    return {
+        incident_key(r): _safe(
+            check_name((infos.get(r.assertion_urn) or {}).get("assertionInfo") or {}), 63
+        )
+        for r in runs
+    }
+
+
+def same_event(key: str) -> tuple[str, int] | None:
+    """The (assertion, event time) a key names, whichever form it has; None if it is not one."""
+    try:
+        return parse_key(key)
+    except UpstreamError:
+        return None
 
 
 def parse_key(key: str) -> tuple[str, int]:
     match = _KEY.match(key)
-    if not match:
+    if match:
+        at = datetime.strptime(match["iso"], "%Y-%m-%dT%H:%M:%S").replace(tzinfo=UTC)
+        return f"urn:li:assertion:{match['id']}", int(at.timestamp()) * 1000 + int(match["ms"])
+    old = _OLD_KEY.match(key)
+    if not old:
         raise UpstreamError(
             f"{key!r} is not an incident key",
-            "incident keys look like ASSERTION_ID@EVENT_MILLIS; list them with `upstream queue`",
+            "incident keys look like DATASET@TIME~ASSERTION_ID; list them with `upstream queue`",
         )
-    return f"urn:li:assertion:{match['id']}", int(match["ts"])
+    return f"urn:li:assertion:{old['id']}", int(old["ts"])
 
 
 def failing_runs(graph: MetadataGraph, since_ms: int | None) -> list[AssertionRun]:

@@ -12,7 +12,12 @@ from collections.abc import Iterator
 import dagster as dg
 
 from upstream_dagster.datahub import scribe
-from upstream_dagster.datahub.incidents import failed_build_runs, failing_runs, incident_key
+from upstream_dagster.datahub.incidents import (
+    checks_for,
+    failed_build_runs,
+    failing_runs,
+    same_event,
+)
 from upstream_dagster.datahub.model import AssertionRun
 from upstream_dagster.datahub.signals import is_build_check
 from upstream_dagster.defs.estate_jobs import estate_build_job, estate_refresh_job
@@ -26,6 +31,7 @@ from upstream_dagster.services.incident_record import make_record
 from upstream_dagster.state import records
 
 GROUP = "reliability"
+CHECK_TAG = "upstream/check"  # the failing check's name, beside its incident partition
 incidents = dg.DynamicPartitionsDefinition(name="incidents")
 
 
@@ -185,16 +191,19 @@ def failing_assertions(
     cursor = int(context.cursor) if context.cursor else None
     with datahub.graph() as graph:
         runs = failing_runs(graph, cursor)
-    first: dict[str, AssertionRun] = {}
-    # A failed build is the failed_builds sensor's: it opens that incident when the run fails.
-    for run in (r for r in runs if not is_build_check(r.assertion_urn)):
-        first.setdefault(run.asserted_urn, run)
-    keys = [incident_key(r) for r in first.values()]
-    known = set(context.instance.get_dynamic_partitions("incidents"))
-    new = [k for k in keys if k not in known]
+        first: dict[str, AssertionRun] = {}
+        # A failed build is the failed_builds sensor's: it opens that incident when it fails.
+        for run in (r for r in runs if not is_build_check(r.assertion_urn)):
+            first.setdefault(run.asserted_urn, run)
+        checks = checks_for(graph, list(first.values()))
+    # the same event under an older form of its key is the same incident
+    known = {same_event(k) for k in context.instance.get_dynamic_partitions("incidents")}
+    new = [k for k in checks if same_event(k) not in known]
     newest = max([r.timestamp_ms for r in runs], default=cursor or 0)
     return dg.SensorResult(
-        run_requests=[dg.RunRequest(run_key=k, partition_key=k) for k in new],
+        run_requests=[
+            dg.RunRequest(run_key=k, partition_key=k, tags={CHECK_TAG: checks[k]}) for k in new
+        ],
         dynamic_partitions_requests=[incidents.build_add_request(new)] if new else [],
         cursor=str(newest) if newest else context.cursor,
     )
@@ -212,9 +221,9 @@ def failed_builds(
     context: dg.RunFailureSensorContext, datahub: DataHubResource
 ) -> Iterator[dg.RunRequest]:
     with datahub.graph() as graph:
-        failed = failed_build_runs(graph)
-    known = set(context.instance.get_dynamic_partitions("incidents"))
-    new = [k for k in (incident_key(r) for r in failed) if k not in known]
+        checks = checks_for(graph, failed_build_runs(graph))
+    known = {same_event(k) for k in context.instance.get_dynamic_partitions("incidents")}
+    new = [k for k in checks if same_event(k) not in known]
     if not new:
         context.log.info(
             f"run {context.dagster_run.run_id} failed with no model failing to build in DataHub"
@@ -222,7 +231,7 @@ def failed_builds(
         return
     context.instance.add_dynamic_partitions("incidents", new)
     for key in new:
-        yield dg.RunRequest(run_key=key, partition_key=key)
+        yield dg.RunRequest(run_key=key, partition_key=key, tags={CHECK_TAG: checks[key]})
 
 
 ASSETS = [incident_triage, incident_evidence, incident_simulation, incident_verdict]
