@@ -16,6 +16,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import dagster as dg
 import pytest
@@ -63,6 +64,43 @@ def _dismiss(page: object) -> None:
         skip.first.click()
 
 
+def _launch_writeback(page: Any, url: str, digest: str, shot: Path | None) -> str:
+    """The coverage write-back launched from its launchpad with an approval config: the run id."""
+    page.goto(
+        f"{url}/locations/upstream/jobs/coverage_writeback_job/playground",
+        wait_until="networkidle",
+    )
+    _dismiss(page)
+    page.locator(".CodeMirror").first.wait_for()
+    config = (
+        "ops:\n  coverage_writeback:\n    config:\n"
+        f"      batch_digest: {digest}\n      approve: [all]\n      reviewer: alice\n"
+    )
+    page.evaluate("(v) => document.querySelector('.CodeMirror').CodeMirror.setValue(v)", config)
+    page.get_by_text("No errors").first.wait_for()
+    if shot is not None:
+        page.screenshot(path=str(shot))
+    page.get_by_role("button", name="Launch Run").click()
+    page.wait_for_url(re.compile(r".*/runs/[0-9a-f-]{36}.*"))
+    found = re.search(r"/runs/([0-9a-f-]{36})", page.url)
+    assert found, page.url
+    return found[1]
+
+
+def _finished(settings: settings_mod.Settings, run_id: str) -> Any:
+    """The run, once finished (five minutes at most)."""
+    from upstream_dagster.runs import dagster_instance
+
+    instance = dagster_instance(settings)
+    deadline = time.monotonic() + 300
+    while True:
+        run = instance.get_run_by_id(run_id)
+        assert run is not None
+        if run.is_finished or time.monotonic() > deadline:
+            return run
+        time.sleep(2)
+
+
 def test_a_reviewer_reads_the_dial_and_approves_a_write_back_in_the_dagster_ui(
     ui: tuple[str, settings_mod.Settings], tmp_path: Path
 ) -> None:
@@ -100,42 +138,119 @@ def test_a_reviewer_reads_the_dial_and_approves_a_write_back_in_the_dagster_ui(
         assert shown == [before], (shown, before)  # the UI shows what the CLI prints
         page.screenshot(path=str(shots / "ui-conformance.png"), full_page=True)
 
-        page.goto(
-            f"{url}/locations/upstream/jobs/coverage_writeback_job/playground",
-            wait_until="networkidle",
-        )
-        _dismiss(page)
-        page.locator(".CodeMirror").first.wait_for()
-        config = (
-            "ops:\n  coverage_writeback:\n    config:\n"
-            f"      batch_digest: {digest[1]}\n      approve: [all]\n      reviewer: alice\n"
-        )
-        page.evaluate("(v) => document.querySelector('.CodeMirror').CodeMirror.setValue(v)", config)
-        page.get_by_text("No errors").first.wait_for()
-        page.screenshot(path=str(shots / "ui-launchpad.png"))
-        page.get_by_role("button", name="Launch Run").click()
-        page.wait_for_url(re.compile(r".*/runs/[0-9a-f-]{36}.*"))
-        run_id = re.search(r"/runs/([0-9a-f-]{36})", page.url)[1]  # type: ignore[index]
-
-        from upstream_dagster.runs import dagster_instance
-
-        instance = dagster_instance(settings)
-        deadline = time.monotonic() + 300
-        while True:
-            run = instance.get_run_by_id(run_id)
-            assert run is not None
-            if run.is_finished or time.monotonic() > deadline:
-                break
-            time.sleep(2)
+        run_id = _launch_writeback(page, url, digest[1], shots / "ui-launchpad.png")
+        run = _finished(settings, run_id)
         page.reload(wait_until="networkidle")
         _dismiss(page)
         page.get_by_text("RUN_SUCCESS").first.wait_for()
         page.screenshot(path=str(shots / "ui-writeback-run.png"))
-        browser.close()
-    assert run.is_success, run.status
+        assert run.is_success, run.status
 
-    rescored = runner.invoke(app, ["score"])  # the write landed in DataHub: the dial moved
-    after = _overall(rescored.output)
-    assert float(after) > float(before), (before, after)
+        rescored = runner.invoke(app, ["score"])  # the write landed in DataHub: the dial moved
+        after = _overall(rescored.output)
+        assert float(after) > float(before), (before, after)
+
+        # undo, then the same batch approved again from the launchpad: the gate never wedges
+        undone = runner.invoke(app, ["reset", "--yes"])
+        assert undone.exit_code == 0 and "restored" in undone.output, undone.output
+        assert _overall(runner.invoke(app, ["score"]).output) == before
+        replanned = runner.invoke(app, ["plan"])
+        again = re.search(r"digest ([0-9a-f]{16})", replanned.output)
+        assert again and again[1] == digest[1], replanned.output  # the same batch, re-approvable
+        rerun = _finished(settings, _launch_writeback(page, url, again[1], None))
+        assert rerun.is_success, rerun.status
+        page.goto(f"{url}/runs/{rerun.run_id}", wait_until="networkidle")
+        _dismiss(page)
+        page.get_by_text("RUN_SUCCESS").first.wait_for()
+        browser.close()
+    assert _overall(runner.invoke(app, ["score"]).output) == after  # written again, exactly
+
+    from upstream_dagster.runs import dagster_instance
+
+    instance = dagster_instance(settings)
     receipts = instance.get_latest_materialization_event(dg.AssetKey("coverage_writeback"))
-    assert receipts is not None and receipts.run_id == run_id
+    assert receipts is not None and receipts.run_id == rerun.run_id
+    written = receipts.asset_materialization
+    assert written is not None and "refused" not in written.metadata
+    assert int(str(written.metadata["written"].value)) > 0
+
+
+def _runs_of(settings: settings_mod.Settings, job: str, key: str) -> list[Any]:
+    from upstream_dagster.runs import dagster_instance
+
+    found = dagster_instance(settings).get_runs(dg.RunsFilter(job_name=job))
+    return [
+        r
+        for r in found
+        if key in (r.tags.get("dagster/partition"), r.tags.get("upstream/incident"))
+    ]
+
+
+def test_a_reviewer_approves_an_incidents_fix_from_the_launchpad_and_it_resolves(
+    ui: tuple[str, settings_mod.Settings], tmp_path: Path
+) -> None:
+    """The 2 a.m. page in the UI: a fault, the investigation, then the reviewer picks the
+    incident's partition in the write-back's launchpad and approves its verdict; the daemon's
+    sensors rebuild the estate and resolve the incident, with no command line involved."""
+    from playwright.sync_api import sync_playwright
+
+    from upstream_dagster.defs import journal
+    from upstream_dagster.evaluation.breakage import break_estate
+    from upstream_dagster.evaluation.scenario import load_scenario
+    from upstream_dagster.runs import dagster_instance
+
+    url, settings = ui
+    shots = Path(os.environ.get("UPSTREAM_SCREENSHOT_DIR") or tmp_path)
+    break_estate(settings, load_scenario(ROOT / "scenarios/vendor_drift.yaml"))
+    investigated = CliRunner().invoke(app, ["investigate"])
+    assert investigated.exit_code == 0, investigated.output
+    key = investigated.output.splitlines()[0].strip()
+    verdict = journal.verdict(dagster_instance(settings), key)
+    assert verdict is not None and verdict.concluded, investigated.output
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox"])
+        page = browser.new_page(viewport={"width": 1400, "height": 900})
+        page.set_default_timeout(60_000)
+        page.goto(
+            f"{url}/locations/upstream/jobs/incident_writeback_job/playground",
+            wait_until="networkidle",
+        )
+        _dismiss(page)
+        page.locator(".CodeMirror").first.wait_for()
+        partition = page.get_by_placeholder("Partition")
+        partition.click()
+        partition.fill(key)
+        page.get_by_text(key, exact=True).last.click()  # the incident, as the sensor keyed it
+        config = (
+            "ops:\n  incident_fix:\n    config:\n"
+            f"      verdict_digest: {verdict.digest}\n      reviewer: alice\n"
+        )
+        page.evaluate("(v) => document.querySelector('.CodeMirror').CodeMirror.setValue(v)", config)
+        page.get_by_text("No errors").first.wait_for()
+        page.screenshot(path=str(shots / "ui-incident-launchpad.png"))
+        page.get_by_role("button", name="Launch Run").click()
+        page.wait_for_url(re.compile(r".*/runs/[0-9a-f-]{36}.*"))
+        found = re.search(r"/runs/([0-9a-f-]{36})", page.url)
+        assert found, page.url
+        applied = _finished(settings, found[1])
+        assert applied.is_success and applied.tags.get("dagster/partition") == key
+
+        # the daemon's sensors take it from here: estate_refresh, then the resolution
+        deadline = time.monotonic() + 600
+        while not [r for r in _runs_of(settings, "incident_resolution_job", key) if r.is_finished]:
+            assert time.monotonic() < deadline, "no incident_resolution_job run finished"
+            time.sleep(5)
+        (resolution,) = _runs_of(settings, "incident_resolution_job", key)
+        assert resolution.is_success, resolution.status
+        assert _runs_of(settings, "estate_refresh", key)  # rebuilt, tagged with the incident
+        page.goto(f"{url}/runs/{resolution.run_id}", wait_until="networkidle")
+        _dismiss(page)
+        page.get_by_text("RUN_SUCCESS").first.wait_for()
+        page.screenshot(path=str(shots / "ui-incident-resolved.png"))
+        browser.close()
+    done = dagster_instance(settings).get_latest_materialization_event(
+        dg.AssetKey("incident_resolution")
+    )
+    assert done is not None and done.asset_materialization is not None
+    assert done.asset_materialization.metadata["resolved"].value is True
