@@ -234,3 +234,21 @@ def test_a_model_endpoint_that_never_answers_is_given_up_on_not_waited_for(
     assert elapsed < 30  # a hang would be 600 s and more
     assert narrator.used == 1  # the second never called the endpoint
     assert all("did not answer" in why for why in narrator.skipped)
+
+
+def test_the_evidence_ledger_is_a_sortable_table_with_what_the_conclusion_cites() -> None:
+    """The ledger was only inside the RCA's Markdown: now a Dagster table with a schema, every
+    item in full, and which ones the conclusion rests on."""
+    import dagster as dg
+
+    from upstream_dagster.defs.presentation import verdict_metadata
+
+    v = _verdict()
+    table = verdict_metadata(v)["evidence"]
+    assert isinstance(table, dg.TableMetadataValue) and table.schema is not None
+    rows = [r.data for r in table.records]
+    assert [r["id"] for r in rows] == [f"E{e.index}" for e in v.ledger]
+    assert [r["claim"] for r in rows] == [e.claim for e in v.ledger]  # never clipped
+    assert v.top is not None
+    assert {r["id"] for r in rows if r["cited"]} == {f"E{i}" for i in v.top[0].cites}
+    assert all("urn:li:dataset" not in r["dataset"] for r in rows)

@@ -11,7 +11,7 @@ import dagster as dg
 from upstream_dagster.conformance.plan import Plan
 from upstream_dagster.datahub.model import Receipt
 from upstream_dagster.reliability.verdict import Verdict, pull_request_text, rca_markdown
-from upstream_dagster.spec.urns import short
+from upstream_dagster.spec.urns import relation_of, short
 
 
 def proposals_table(batch: Plan) -> str:
@@ -155,6 +155,35 @@ def receipts_table(receipts: Sequence[tuple[str, Receipt]]) -> str:
     return "\n".join(rows)
 
 
+EVIDENCE_COLUMNS = (
+    ("id", "string", "How the RCA cites it: [E3]"),
+    ("kind", "string", "assertion, timeline, profile, run record, lineage, forensic, memory"),
+    ("dataset", "string", "The dataset it is about"),
+    ("column", "string", "The column, when it is about one"),
+    ("claim", "string", "What it says, in full"),
+    ("cited", "bool", "Whether the top hypothesis rests on it"),
+)
+
+
+def evidence_records(v: Verdict) -> Any:
+    """The evidence ledger as a sortable table: every item, cited by the conclusion or not."""
+    cited = set(v.top[0].cites) if v.top else set()
+    rows = [
+        {
+            "id": f"E{e.index}",
+            "kind": e.kind.replace("_", " "),
+            "dataset": relation_of(e.subject)
+            if e.subject.startswith("urn:li:dataset:")
+            else e.subject,
+            "column": e.column or "",
+            "claim": e.claim,
+            "cited": e.index in cited,
+        }
+        for e in v.ledger
+    ]
+    return _table(EVIDENCE_COLUMNS, rows)
+
+
 def verdict_metadata(v: Verdict) -> dict[str, Any]:
     top = v.top
     return {
@@ -172,6 +201,7 @@ def verdict_metadata(v: Verdict) -> dict[str, Any]:
         "hypotheses": len(v.ranked),
         "confidence_arithmetic": top[1].explain() if top else "no hypothesis cites evidence",
         "rca": dg.MetadataValue.md(rca_markdown(v)),
+        "evidence": evidence_records(v),
         "pull_request": dg.MetadataValue.md(pull_request_text(v) or "no patch to propose"),
         "narrator": (
             "wrote the RCA summary from the cited evidence"
