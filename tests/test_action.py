@@ -48,21 +48,39 @@ class Recorder:
         return f"run-{len(self.launches)}"
 
 
+def _assertion_check(query: str, variables: dict[str, Any]) -> dict[str, Any]:
+    """DataHub's answer to the assertion-info query, as tests/modelled/gms_exchanges.json
+    models it (validated there against DataHub's schema), for the asked assertion."""
+    assert "upstreamAssertionCheck" in query
+    modelled = json.loads((ROOT / "tests" / "modelled" / "gms_exchanges.json").read_text())
+    (exchange,) = modelled["assertion_check"]["exchanges"]
+    data: dict[str, Any] = json.loads(json.dumps(exchange["response"]["data"]))
+    data["assertion"]["urn"] = variables["urn"]
+    return data
+
+
 def test_modelled_oss_assertion_failure_launches_the_partition_the_sensor_would_open() -> None:
     """OSS puts the run's status in runResult (COMPLETE) and the outcome in assertionResult;
-    the incident is keyed by the run's own time, read from DataHub, as the sensor keys it."""
-    from upstream_dagster.datahub.action import run_stamp_from
+    the incident is keyed by the run's own time and the check's name, both read from DataHub,
+    as the sensor keys it."""
+    from upstream_dagster.datahub.action import check_of_from, run_stamp_from
     from upstream_dagster.datahub.incidents import incident_key
     from upstream_dagster.datahub.model import AssertionRun
 
     event = EVENTS["assertion_failed"]["event"]
     assert event["parameters"]["runResult"] == "COMPLETE"  # the shape this test is about
     recorder = Recorder()
-    action = UpstreamAction({}, launcher=recorder, run_stamp=run_stamp_from(_run_events))
+    action = UpstreamAction(
+        {},
+        launcher=recorder,
+        run_stamp=run_stamp_from(_run_events),
+        check_of=check_of_from(_assertion_check),
+    )
     action.act(_envelope("assertion_failed"))
     (launch,) = recorder.launches
     sensor_key = incident_key(
-        AssertionRun(event["entityUrn"], event["parameters"]["asserteeUrn"], RUN_MS, "")
+        AssertionRun(event["entityUrn"], event["parameters"]["asserteeUrn"], RUN_MS, ""),
+        "not_null_fct_ledger_amount",  # what the sensor reads from assertionInfo for a dbt test
     )
     assert (launch.job, launch.partition) == ("reliability", sensor_key)
     assert launch.dataset == event["parameters"]["asserteeUrn"]

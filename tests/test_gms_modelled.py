@@ -534,6 +534,7 @@ def test_every_graphql_operation_is_listed_valid_and_under_datahubs_limits() -> 
     assert sorted(docs) == [
         "reportAssertionResult",
         "upsertCustomAssertion",
+        "upstreamAssertionCheck",
         "upstreamAssertionRuns",
         "upstreamFindIncidents",
         "upstreamLineage",

@@ -52,7 +52,8 @@ def test_vendor_drift_from_sensor_to_resolved_incident(estate: settings_mod.Sett
         dataset_part = request.partition_key.split("@")[0]
         assert "." in dataset_part and "urn:" not in dataset_part
         assert "T" in request.partition_key.split("@")[1] and "Z~" in request.partition_key
-        assert request.tags["upstream/check"] and " " not in request.tags["upstream/check"]
+        check = request.tags["upstream/check"]
+        assert check and " " not in check and f":{check}@" in request.partition_key
         instance.add_dynamic_partitions("incidents", [request.partition_key])
         ctx.update_cursor(result.cursor)
         again = sensor(ctx)

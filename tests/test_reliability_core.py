@@ -692,3 +692,42 @@ def test_an_incident_key_names_the_dataset_and_the_time_and_still_reads_old_keys
     odd = AssertionRun("urn:li:assertion:x", "urn:li:dataset:(p,a b...c,PROD)", 5, "FAILURE")
     assert "..." not in incident_key(odd) and " " not in incident_key(odd)
     assert parse_key(incident_key(odd)) == ("urn:li:assertion:x", 5)
+
+
+def test_the_sensor_and_the_datahub_action_name_a_check_alike() -> None:
+    """The sensor reads assertionInfo as an aspect, the Action through GraphQL: one event must
+    get one partition, so both name the check the same way (a dbt test, an Upstream monitor)."""
+    from upstream_dagster.datahub.incidents import (
+        check_from_graphql,
+        check_name,
+        incident_key,
+        parse_key,
+    )
+    from upstream_dagster.datahub.model import AssertionRun
+
+    col = "urn:li:schemaField:(urn:li:dataset:(urn:li:dataPlatform:dbt,w.marts.agg,PROD),net_rev)"
+    monitor_aspect = {
+        "description": "Upstream monitor revenue_not_zero: zero values on net_rev",
+        "customProperties": {"upstream_monitor": "revenue_not_zero", "upstream_rule": "zero"},
+        "customAssertion": {"type": "Upstream monitor: zero_values", "field": col},
+    }
+    monitor_gql = {
+        "description": monitor_aspect["description"],
+        "customProperties": [
+            {"key": "upstream_monitor", "value": "revenue_not_zero"},
+            {"key": "upstream_rule", "value": "zero"},
+        ],
+        "customAssertion": {"type": "Upstream monitor: zero_values", "field": {"path": "net_rev"}},
+    }
+    assert (
+        check_name(monitor_aspect) == check_from_graphql(monitor_gql) == "revenue_not_zero.net_rev"
+    )
+    dbt_aspect = {"customProperties": {"dbt_unique_id": "test.p.not_null_orders_id.9f"}}
+    dbt_gql = {
+        "customProperties": [{"key": "dbt_unique_id", "value": "test.p.not_null_orders_id.9f"}]
+    }
+    assert check_name(dbt_aspect) == check_from_graphql(dbt_gql) == "not_null_orders_id"
+    run = AssertionRun("urn:li:assertion:a1", "urn:li:dataset:(p,w.marts.agg,PROD)", 7, "FAILURE")
+    key = incident_key(run, "revenue_not_zero.net_rev")
+    assert key.startswith("marts.agg:revenue_not_zero.net_rev@1970-01-01T00:00:00.007Z~")
+    assert parse_key(key) == ("urn:li:assertion:a1", 7)

@@ -13,7 +13,7 @@ from upstream_dagster import gate
 from upstream_dagster import settings as settings_mod
 from upstream_dagster.cli.app import app, fail, guarded, lazy, out, plain, running
 from upstream_dagster.datahub import Target, connected, whoami
-from upstream_dagster.datahub.incidents import failing_now, incident_key
+from upstream_dagster.datahub.incidents import failing_now, named
 from upstream_dagster.errors import UpstreamError
 from upstream_dagster.services import reviewer as handoff
 from upstream_dagster.spec.loader import load_estate
@@ -42,7 +42,7 @@ def investigate(
 
     def failing() -> list[str]:
         with connected(Target.of(settings)) as graph:
-            return [incident_key(r) for r in failing_now(graph, urn)]
+            return list(named(graph, failing_now(graph, urn)))
 
     keys = guarded(failing)
     if not keys:

@@ -28,8 +28,8 @@ from typing import Any
 
 from upstream_dagster.datahub import _sdk
 from upstream_dagster.datahub.gms.reads import run_events
-from upstream_dagster.datahub.graphql_ops import RUN_EVENTS
-from upstream_dagster.datahub.incidents import incident_key
+from upstream_dagster.datahub.graphql_ops import ASSERTION_CHECK, RUN_EVENTS
+from upstream_dagster.datahub.incidents import check_from_graphql, incident_key
 from upstream_dagster.datahub.model import AssertionRun
 from upstream_dagster.errors import UpstreamError
 
@@ -102,6 +102,8 @@ def _failure_from_mcl(event: dict[str, Any]) -> AssertionRun | None:
 
 # (assertion URN, run id) -> the run event's own timestampMillis, or None when not found
 RunStamp = Callable[[str, str], int | None]
+# assertion URN -> the check's short name, as the sensor names it ("" when DataHub did not say)
+CheckName = Callable[[str], str]
 
 
 def launch_for(
@@ -109,6 +111,7 @@ def launch_for(
     event: dict[str, Any],
     refresh_job: str | None,
     run_stamp: RunStamp | None = None,
+    check_of: CheckName | None = None,
 ) -> Launch | None:
     """What one DataHub event asks Upstream to run; None for everything else.
 
@@ -147,11 +150,25 @@ def launch_for(
         return None
     return Launch(
         "reliability",
-        incident_key(run),
+        incident_key(run, check_of(run.assertion_urn) if check_of else ""),
         f"assertion {run.assertion_urn} failed",
         run.asserted_urn,
         {"upstream/assertion": run.assertion_urn},
     )
+
+
+def check_of_from(execute: Callable[..., dict[str, Any]]) -> CheckName:
+    """A `CheckName` over a GraphQL executor: the assertion's info, named as the sensor names it."""
+
+    def check(assertion: str) -> str:
+        try:
+            data = execute(ASSERTION_CHECK, variables={"urn": assertion})
+        except Exception as exc:  # noqa: BLE001 - the framework's client raises many types
+            log.warning("could not read the assertion %s: %s", assertion, exc)
+            return ""
+        return check_from_graphql(((data or {}).get("assertion") or {}).get("info") or {})
+
+    return check
 
 
 def run_stamp_from(execute: Callable[..., dict[str, Any]]) -> RunStamp:
@@ -270,7 +287,11 @@ class UpstreamAction(_action_base()):  # type: ignore[misc]
     """
 
     def __init__(
-        self, config: dict[str, Any], launcher: Any = None, run_stamp: RunStamp | None = None
+        self,
+        config: dict[str, Any],
+        launcher: Any = None,
+        run_stamp: RunStamp | None = None,
+        check_of: CheckName | None = None,
     ) -> None:
         if not config.get("dagster_url") and launcher is None:
             raise UpstreamError(
@@ -286,19 +307,27 @@ class UpstreamAction(_action_base()):  # type: ignore[misc]
             repository=str(config.get("repository", "__repository__")),
         )
         self.run_stamp = run_stamp
+        self.check_of = check_of
         self.recent: dict[tuple[str, str], int] = {}  # (job, dataset) -> last launch, ms
         self.launched: list[str] = []
 
     @classmethod
     def create(cls, config_dict: dict[str, Any], ctx: Any) -> UpstreamAction:
         graph = getattr(getattr(ctx, "graph", None), "graph", None)  # the framework's DataHub
-        stamp = run_stamp_from(graph.execute_graphql) if graph is not None else None
-        return cls(config_dict or {}, run_stamp=stamp)
+        if graph is None:
+            return cls(config_dict or {})
+        return cls(
+            config_dict or {},
+            run_stamp=run_stamp_from(graph.execute_graphql),
+            check_of=check_of_from(graph.execute_graphql),
+        )
 
     def act(self, event: Any) -> None:
         """``event`` is the framework's EventEnvelope (``event_type`` and ``event``)."""
         payload = json.loads(event.event.as_json())
-        launch = launch_for(str(event.event_type), payload, self.refresh_job, self.run_stamp)
+        launch = launch_for(
+            str(event.event_type), payload, self.refresh_job, self.run_stamp, self.check_of
+        )
         if launch is None:
             return
         now = int(time.time() * 1000)

@@ -50,6 +50,11 @@ FIND_INCIDENTS = """query upstreamFindIncidents($urn: String!, $start: Int, $cou
   dataset(urn: $urn) { incidents(start: $start, count: $count) { total
     incidents { urn description } } } }"""
 
+# What an assertion is called (its incident key names the check): description, properties, field.
+ASSERTION_CHECK = """query upstreamAssertionCheck($urn: String!) {
+  assertion(urn: $urn) { urn info { description customProperties { key value }
+    customAssertion { type field { path } } } } }"""
+
 # Who the request's token belongs to (MeResolver: the authenticated actor's corpUser).
 WHOAMI = """query upstreamWhoAmI { me { corpUser { urn username } } }"""
 
@@ -62,6 +67,7 @@ OPERATIONS: dict[str, str] = {
     "upstreamUpdateIncidentStatus": UPDATE_INCIDENT_STATUS,
     "upstreamFindIncidents": FIND_INCIDENTS,
     "upstreamWhoAmI": WHOAMI,
+    "upstreamAssertionCheck": ASSERTION_CHECK,
 }
 SDK_OPERATIONS = ("upsertCustomAssertion", "reportAssertionResult")
 

@@ -50,27 +50,43 @@ def check_name(info: dict[str, Any]) -> str:
     return assertion_label(info) if info else ""
 
 
-def incident_key(run: AssertionRun) -> str:
-    """A partition key a person can read: the dataset, the event's UTC time, then the assertion
-    id that makes it exact (``shop.orders@2026-11-29T06:00:18.379Z~a94206c5``). It is made from
-    the run event alone, so the polling sensor and the DataHub Action give one event one key;
-    the check's name travels as the run's ``upstream/check`` tag (`checks_for`)."""
+def incident_key(run: AssertionRun, check: str = "") -> str:
+    """A partition key a person can read: the dataset, the check, the event's UTC time, then
+    the assertion id that makes it exact
+    (``shop.orders:not_null_amount@2026-11-29T06:00:18.379Z~a94206c5``). The polling sensor and
+    the DataHub Action both name the check from DataHub, so one event gets one key; a key
+    without the check (DataHub did not answer) still names the same event (`same_event`)."""
     name = _safe(relation_of(run.asserted_urn), 80) if run.asserted_urn else "dataset"
+    if check:
+        name += ":" + _safe(check, 48)
     seconds, ms = divmod(run.timestamp_ms, 1000)
     when = datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%S")
     return f"{name}@{when}.{ms:03d}Z~{run.assertion_urn.removeprefix('urn:li:assertion:')}"
 
 
-def checks_for(graph: MetadataGraph, runs: list[AssertionRun]) -> dict[str, str]:
+def named(graph: MetadataGraph, runs: list[AssertionRun]) -> dict[str, str]:
     """Each run's incident key -> the short name of its check (one DataHub read for them all)."""
     urns = sorted({r.assertion_urn for r in runs})
     infos = graph.get_aspects(urns, ["assertionInfo"]) if urns else {}
-    return {
-        incident_key(r): _safe(
-            check_name((infos.get(r.assertion_urn) or {}).get("assertionInfo") or {}), 63
-        )
-        for r in runs
+    out = {}
+    for r in runs:
+        check = _safe(check_name((infos.get(r.assertion_urn) or {}).get("assertionInfo") or {}), 48)
+        out[incident_key(r, check)] = check
+    return out
+
+
+def check_from_graphql(info: dict[str, Any]) -> str:
+    """`check_name` of GraphQL's AssertionInfo (properties as key/value entries, a field path)."""
+    custom = info.get("customAssertion") or {}
+    path = str((custom.get("field") or {}).get("path") or "")
+    as_aspect = {
+        "description": info.get("description"),
+        "customProperties": {
+            str(e.get("key")): str(e.get("value")) for e in info.get("customProperties") or []
+        },
+        "customAssertion": {"type": custom.get("type"), "field": path} if custom else {},
     }
+    return _safe(check_name({k: v for k, v in as_aspect.items() if v}), 48)
 
 
 def same_event(key: str) -> tuple[str, int] | None:

@@ -13,9 +13,9 @@ import dagster as dg
 
 from upstream_dagster.datahub import scribe
 from upstream_dagster.datahub.incidents import (
-    checks_for,
     failed_build_runs,
     failing_runs,
+    named,
     same_event,
 )
 from upstream_dagster.datahub.model import AssertionRun
@@ -195,7 +195,7 @@ def failing_assertions(
         # A failed build is the failed_builds sensor's: it opens that incident when it fails.
         for run in (r for r in runs if not is_build_check(r.assertion_urn)):
             first.setdefault(run.asserted_urn, run)
-        checks = checks_for(graph, list(first.values()))
+        checks = named(graph, list(first.values()))
     # the same event under an older form of its key is the same incident
     known = {same_event(k) for k in context.instance.get_dynamic_partitions("incidents")}
     new = [k for k in checks if same_event(k) not in known]
@@ -221,7 +221,7 @@ def failed_builds(
     context: dg.RunFailureSensorContext, datahub: DataHubResource
 ) -> Iterator[dg.RunRequest]:
     with datahub.graph() as graph:
-        checks = checks_for(graph, failed_build_runs(graph))
+        checks = named(graph, failed_build_runs(graph))
     known = {same_event(k) for k in context.instance.get_dynamic_partitions("incidents")}
     new = [k for k in checks if same_event(k) not in known]
     if not new:

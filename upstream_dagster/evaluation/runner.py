@@ -29,7 +29,7 @@ from upstream_dagster import runs
 from upstream_dagster import settings as settings_mod
 from upstream_dagster.datahub import Target, connected
 from upstream_dagster.datahub.assertions import assertion_label
-from upstream_dagster.datahub.incidents import failing_now, incident_key
+from upstream_dagster.datahub.incidents import failing_now, named
 from upstream_dagster.datahub.model import AssertionRun, assertion_properties
 from upstream_dagster.errors import UpstreamError
 from upstream_dagster.evaluation.breakage import break_estate, heal_estate
@@ -155,8 +155,8 @@ def launch(settings: Settings, key: str) -> Outcome:
 def investigate_failing(settings: Settings) -> list[Outcome]:
     """Every assertion failing now (one per dataset), each through the reliability job."""
     with connected(Target.of(settings)) as graph:
-        failing = failing_now(graph)
-    return [launch(settings, incident_key(run)) for run in failing]
+        keys = list(named(graph, failing_now(graph)))
+    return [launch(settings, key) for key in keys]
 
 
 def approve(settings: Settings, outcome: Outcome, reviewer: str) -> runs.IncidentFixed:
@@ -175,7 +175,9 @@ def run_case(settings: Settings, scenario: Scenario, reviewer: str) -> list[Outc
         run = failing_check(settings, occ)
         outcome = None
         if run is not None:
-            outcome = replace(launch(settings, incident_key(run)), scenario=occ.name, occurrence=n)
+            with connected(Target.of(settings)) as graph:
+                (key,) = named(graph, [run])  # keyed as the sensor keys it
+            outcome = replace(launch(settings, key), scenario=occ.name, occurrence=n)
             if n < len(occurrences) and outcome.verdict.concluded:
                 approve(settings, outcome, reviewer)  # the resolution before the recurrence
         outcomes.append(outcome)
