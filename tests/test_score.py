@@ -198,4 +198,13 @@ def test_a_scheduled_observation_scores_again_only_when_datahub_changed(estate: 
     assert isinstance(moved, dg.SensorResult) and moved.cursor != first
     (request,) = moved.run_requests or []
     assert request.run_key == f"datahub-{moved.cursor}"
+
+    graph = LiteGraph(estate.lite_file)  # a description alone, as a steward edits it in DataHub
+    try:
+        graph.write_aspect(dataset, "editableDatasetProperties", {"description": "Orders."})
+    finally:
+        graph.close()
+    run_job(estate, "observe_datahub")
+    described = tick(moved.cursor)
+    assert isinstance(described, dg.SensorResult) and described.run_requests
     assert defs.resolve_sensor_def("datahub_changed").job_name == "score"

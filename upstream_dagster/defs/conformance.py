@@ -63,8 +63,9 @@ with warnings.catch_warnings():
         description=(
             "The DataHub graph Upstream reads and writes (DataHub Lite, or the GMS that "
             "DATAHUB_GMS_URL names). Observing it records a data version that changes when "
-            "the datasets, their siblings or their owners change, so the lineage reads as one "
-            "flow: the build writes DataHub, the score reads it."
+            "datasets, lineage, assertion results, descriptions, domains, terms, tags or owners "
+            "change (the observe_datahub schedule; datahub_changed then scores), and the lineage "
+            "reads as one flow: the build writes DataHub, the score reads it."
         ),
     )(_observe_datahub)
 

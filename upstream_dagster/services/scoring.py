@@ -6,10 +6,12 @@ itself is the pure core's (`conformance.score`)."""
 from __future__ import annotations
 
 import hashlib
+import json
 
 from upstream_dagster.conformance.context import MetadataContext
 from upstream_dagster.conformance.risk import Violation, rank_violations
 from upstream_dagster.conformance.score import Dial, score
+from upstream_dagster.datahub.model import SearchQuery
 from upstream_dagster.datahub.protocol import MetadataGraph
 from upstream_dagster.datahub.readpath import read_context
 from upstream_dagster.datahub.summary import summarize
@@ -31,8 +33,17 @@ def ranked(ctx: MetadataContext, spec: EstateSpec, dial: Dial) -> tuple[Violatio
     return tuple(rank_violations(ctx, spec, dial.results, dial.as_of_ms))
 
 
+# What a steward or a write-back changes on a dataset, beside what the summary counts.
+GOVERNED = ["editableDatasetProperties", "domains", "glossaryTerms", "globalTags", "ownership"]
+
+
 def graph_version(graph: MetadataGraph) -> str:
-    """A digest of what DataHub holds now, by the estate summary (datasets, twins, owners,
-    assertions): the DataHub source asset's data version."""
+    """A digest of what DataHub holds now: the estate summary (datasets, twins, lineage,
+    assertions and their results, owners) and every dataset's governed aspects (descriptions,
+    domains, terms, tags, owners), so a change a steward makes in DataHub moves it too. The
+    DataHub source asset's data version."""
     lines = summarize(graph).lines()
-    return hashlib.sha256("\n".join(lines).encode()).hexdigest()[:16]
+    datasets = graph.search(SearchQuery(entity_type="dataset"))
+    governed = graph.get_aspects(datasets, GOVERNED) if datasets else {}
+    blob = json.dumps(governed, sort_keys=True, default=str)
+    return hashlib.sha256("\n".join([*lines, blob]).encode()).hexdigest()[:16]
