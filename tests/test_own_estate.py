@@ -127,3 +127,39 @@ def test_the_project_dbt_init_makes_runs_the_whole_loop_untouched(tmp_path: Path
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert "FAIL" not in done.stdout and "checks held" in done.stdout
     assert "dial      before 50.0%" in done.stdout  # descriptions pass, owner and a test do not
+
+
+def test_tests_dbt_never_read_are_named_with_the_key_dbt_reads() -> None:
+    """A public project's schema.yml wrote `data-tests:` (a hyphen): dbt 1.11 keeps it as an
+    unknown key, runs none of those tests and says nothing. `upstream build` says it."""
+    from upstream_dagster.warehouse.dbt_project import unread_test_keys
+
+    manifest = {
+        "nodes": {
+            "model.shop.orders": {
+                "resource_type": "model",
+                "name": "orders",
+                "patch_path": "shop://models/schema.yml",
+                "columns": {
+                    "order_id": {"name": "order_id", "data-tests": ["unique", "not_null"]},
+                    "amount": {"name": "amount", "description": "read as it should be"},
+                },
+            }
+        },
+        "sources": {
+            "source.shop.raw.orders": {
+                "resource_type": "source",
+                "name": "orders",
+                "original_file_path": "models/sources.yml",
+                "columns": {"id": {"name": "id", "test": ["unique"]}},
+            }
+        },
+    }
+    said = unread_test_keys(manifest)
+    assert said == [
+        "models/schema.yml: model orders, column order_id: `data-tests` is not a key dbt reads, "
+        "so these tests never ran (write `data_tests`)",
+        "models/sources.yml: source orders, column id: `test` is not a key dbt reads, "
+        "so these tests never ran (write `data_tests`)",
+    ]
+    assert unread_test_keys({"nodes": {}, "sources": {}}) == []

@@ -16,6 +16,7 @@ from upstream_dagster import clock
 from upstream_dagster import settings as settings_mod
 from upstream_dagster.cli.app import (
     app,
+    err,
     fail,
     guarded,
     lazy,
@@ -31,7 +32,7 @@ from upstream_dagster.datahub.spike import spike as run_spike
 from upstream_dagster.errors import UpstreamError
 from upstream_dagster.services import scoring
 from upstream_dagster.spec import load_estate
-from upstream_dagster.warehouse.dbt_project import DbtProject
+from upstream_dagster.warehouse.dbt_project import DbtProject, unread_test_keys
 
 if TYPE_CHECKING:
     from upstream_dagster import runs
@@ -65,6 +66,8 @@ def _build_and_score(settings: settings_mod.Settings) -> None:
         project = DbtProject.of(settings)
         project.deploy()
         project.parse()
+        for line in unread_test_keys(project.manifest()):  # dbt itself says nothing of these
+            err.print(f"[yellow]warning:[/] {line}")
         with running("building the estate (raw feeds -> dbt build -> DataHub)"):
             runs.run_job(settings, "estate_build")
         print_summary(settings)

@@ -2,9 +2,10 @@
 
 The ``observe_datahub`` schedule observes the DataHub source asset every 15 minutes (its data
 version is a digest of what DataHub holds: datasets, twins, lineage, assertions and their
-latest results, and every dataset's descriptions, domains, terms, tags and owners). The ``datahub_changed`` sensor launches the score job when the newest
-observed version differs from the one it last scored, so the dial follows DataHub between
-nightly scores whoever changed it (an ingestion, a steward in the DataHub UI, a write-back)."""
+latest results, and every dataset's descriptions, domains, terms, tags and owners). The
+``datahub_changed`` sensor launches the score job when the newest observed version differs from
+the one it last scored, so the dial follows DataHub between nightly scores whoever changed it
+(an ingestion, a steward in the DataHub UI, a write-back)."""
 
 from __future__ import annotations
 

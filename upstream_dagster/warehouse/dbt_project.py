@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -212,3 +213,27 @@ class DbtProject:
                 if f"{props['schema']}.{name}".lower() == relation:
                     return dict(props)
         return None
+
+
+# A column key that means tests but is not one dbt reads (dbt 1.11 keeps it as an unknown key
+# and says nothing): `data-tests`, `data_test`, `test`.
+_TESTS_LOOKALIKE = re.compile(r"(data[-_]?)?tests?")
+_READ_AS_TESTS = {"data_tests", "tests"}  # what dbt turns into test nodes (never left on a column)
+
+
+def unread_test_keys(manifest: dict[str, Any]) -> list[str]:
+    """Each column whose tests dbt never read, and why: a line naming the file, the node, the
+    column, the key it carries, and the one dbt reads."""
+    out = []
+    nodes = [*manifest.get("nodes", {}).values(), *manifest.get("sources", {}).values()]
+    for node in nodes:
+        where = str(node.get("patch_path") or node.get("original_file_path") or "")
+        for column in (node.get("columns") or {}).values():
+            for key in column:
+                if _TESTS_LOOKALIKE.fullmatch(key) and key not in _READ_AS_TESTS:
+                    out.append(
+                        f"{where.partition('://')[2] or where}: {node.get('resource_type')} "
+                        f"{node.get('name')}, column {column.get('name')}: `{key}` is not a key "
+                        "dbt reads, so these tests never ran (write `data_tests`)"
+                    )
+    return out
