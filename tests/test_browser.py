@@ -64,6 +64,25 @@ def _dismiss(page: object) -> None:
         skip.first.click()
 
 
+def _set_config(page: Any, config: str, must_hold: str) -> None:
+    """The launchpad's config set to ``config`` and accepted ("No errors"). Picking a partition
+    makes the launchpad reload its config asynchronously, which can land after a first set on a
+    busy machine: set it again until the editor holds it and the launchpad accepts it."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    editor = "document.querySelector('.CodeMirror').CodeMirror"
+    for _ in range(4):
+        page.wait_for_load_state("networkidle")
+        page.evaluate(f"(v) => {editor}.setValue(v)", config)
+        try:
+            page.get_by_text("No errors").first.wait_for(timeout=20_000)
+        except PlaywrightTimeout:
+            continue
+        if must_hold in page.evaluate(f"() => {editor}.getValue()"):
+            return
+    raise AssertionError(f"the launchpad never accepted the config:\n{config}")
+
+
 def _launch_writeback(page: Any, url: str, digest: str, shot: Path | None) -> str:
     """The coverage write-back launched from its launchpad with an approval config: the run id."""
     page.goto(
@@ -76,8 +95,7 @@ def _launch_writeback(page: Any, url: str, digest: str, shot: Path | None) -> st
         "ops:\n  coverage_writeback:\n    config:\n"
         f"      batch_digest: {digest}\n      approve: [all]\n      reviewer: alice\n"
     )
-    page.evaluate("(v) => document.querySelector('.CodeMirror').CodeMirror.setValue(v)", config)
-    page.get_by_text("No errors").first.wait_for()
+    _set_config(page, config, digest)
     if shot is not None:
         page.screenshot(path=str(shot))
     page.get_by_role("button", name="Launch Run").click()
@@ -222,12 +240,12 @@ def test_a_reviewer_approves_an_incidents_fix_from_the_launchpad_and_it_resolves
         partition.click()
         partition.fill(key)
         page.get_by_text(key, exact=True).last.click()  # the incident, as the sensor keyed it
+        page.get_by_text("partition:").first.wait_for()  # the launchpad took the partition
         config = (
             "ops:\n  incident_fix:\n    config:\n"
             f"      verdict_digest: {verdict.digest}\n      reviewer: alice\n"
         )
-        page.evaluate("(v) => document.querySelector('.CodeMirror').CodeMirror.setValue(v)", config)
-        page.get_by_text("No errors").first.wait_for()
+        _set_config(page, config, verdict.digest)
         page.screenshot(path=str(shots / "ui-incident-launchpad.png"))
         page.get_by_role("button", name="Launch Run").click()
         page.wait_for_url(re.compile(r".*/runs/[0-9a-f-]{36}.*"))
