@@ -6,7 +6,6 @@ it without a single edit, and a fault on a seed must survive the build that relo
 
 from __future__ import annotations
 
-import hashlib
 import shutil
 from pathlib import Path
 
@@ -24,10 +23,9 @@ pytestmark = pytest.mark.slow
 
 
 def _digest(folder: Path) -> str:
-    h = hashlib.sha256()
-    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
-        h.update(str(path.relative_to(folder)).encode() + path.read_bytes())
-    return h.hexdigest()
+    from upstream_dagster.evaluation.bench.own_project import tree_digest
+
+    return tree_digest(folder)
 
 
 def test_upstream_build_takes_a_teams_project_unmodified_and_a_seed_fault_sticks(

@@ -293,7 +293,7 @@ class Verified:
 
 
 def verify(settings: Settings) -> Verified:
-    if not any(e.written for e in journal.entries(dagster_instance(settings))):
+    if not journal.written(dagster_instance(settings)):
         raise UpstreamError(  # an answer, before a run that could only fail
             "nothing to verify: no write-back has been made yet",
             "`upstream plan`, then `upstream approve --digest DIGEST ...`; verify compares "

@@ -86,7 +86,7 @@ def check_from_graphql(info: dict[str, Any]) -> str:
         },
         "customAssertion": {"type": custom.get("type"), "field": path} if custom else {},
     }
-    return _safe(check_name({k: v for k, v in as_aspect.items() if v}), 48)
+    return check_name({k: v for k, v in as_aspect.items() if v})
 
 
 def same_event(key: str) -> tuple[str, int] | None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from typing import Any
 
 from upstream_dagster.datahub.model import SearchQuery
 from upstream_dagster.datahub.protocol import MetadataGraph
@@ -41,9 +42,20 @@ class EstateSummary:
         ]
 
 
-def summarize(graph: MetadataGraph) -> EstateSummary:
-    datasets = graph.search(SearchQuery(entity_type="dataset"))
-    aspects = graph.get_aspects(datasets, ["siblings", "ownership"])
+SUMMARY_ASPECTS = ["siblings", "ownership"]
+
+
+def summarize(
+    graph: MetadataGraph,
+    datasets: list[str] | None = None,
+    aspects: dict[str, dict[str, Any]] | None = None,
+) -> EstateSummary:
+    """The counts; ``datasets`` and their ``aspects`` (at least SUMMARY_ASPECTS) when the
+    caller has read them already."""
+    if datasets is None:
+        datasets = graph.search(SearchQuery(entity_type="dataset"))
+    if aspects is None:
+        aspects = graph.get_aspects(datasets, SUMMARY_ASPECTS)
     secondary = {
         u
         for u, a in aspects.items()

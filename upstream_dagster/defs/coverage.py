@@ -258,7 +258,7 @@ def coverage_writeback(
 def coverage_verify(
     context: dg.AssetExecutionContext, datahub: DataHubResource, upstream: UpstreamResource
 ) -> dg.MaterializeResult[Any]:
-    written = [e for e in journal.entries(context.instance) if e.written]
+    written = journal.written(context.instance)
     if not written:
         raise dg.Failure("no write-back has been made yet: approve a batch first")
     last = written[0]

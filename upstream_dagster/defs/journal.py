@@ -94,6 +94,11 @@ def entries(
     return out
 
 
+def written(instance: dg.DagsterInstance) -> list[Entry]:
+    """The write-backs that wrote something, newest first."""
+    return [e for e in entries(instance) if e.written]
+
+
 def undoable(instance: dg.DagsterInstance) -> list[Entry]:
     """Everything Upstream wrote and has not undone yet: coverage batches and incident
     write-backs, newest first. A write undone by a reset is done with; the same batch approved

@@ -29,7 +29,7 @@ from upstream_dagster import runs
 from upstream_dagster import settings as settings_mod
 from upstream_dagster.datahub import Target, connected
 from upstream_dagster.datahub.assertions import assertion_label
-from upstream_dagster.datahub.incidents import failing_now, named
+from upstream_dagster.datahub.incidents import check_name, failing_now, incident_key, named
 from upstream_dagster.datahub.model import AssertionRun, assertion_properties
 from upstream_dagster.errors import UpstreamError
 from upstream_dagster.evaluation.breakage import break_estate, heal_estate
@@ -131,15 +131,16 @@ def _fires(
     return check in unique_id or check in assertion_label(info).lower()
 
 
-def failing_check(settings: Settings, scenario: Scenario) -> AssertionRun | None:
-    """The first failing assertion the case's trigger names (what the sensor would open)."""
+def failing_check(settings: Settings, scenario: Scenario) -> str | None:
+    """The incident key of the first failing assertion the case's trigger names, keyed as the
+    sensor keys it (what the sensor would open)."""
     with connected(Target.of(settings)) as graph:
         failing = [r for r in graph.assertion_runs() if r.result in ("FAILURE", "ERROR")]
         infos = graph.get_aspects(sorted({r.assertion_urn for r in failing}), ["assertionInfo"])
     for run in failing:  # oldest first: the check nearest the fault fails first
         info = infos.get(run.assertion_urn, {}).get("assertionInfo") or {}
         if _fires(scenario.trigger, scenario.symptom, run, info):
-            return run
+            return incident_key(run, check_name(info))
     return None
 
 
@@ -172,11 +173,9 @@ def run_case(settings: Settings, scenario: Scenario, reviewer: str) -> list[Outc
         if n > 1 and occ.faults == occurrences[0].faults:
             heal_estate(settings)  # the same faults again need a clean estate to break
         break_estate(settings, occ)
-        run = failing_check(settings, occ)
+        key = failing_check(settings, occ)
         outcome = None
-        if run is not None:
-            with connected(Target.of(settings)) as graph:
-                (key,) = named(graph, [run])  # keyed as the sensor keys it
+        if key is not None:
             outcome = replace(launch(settings, key), scenario=occ.name, occurrence=n)
             if n < len(occurrences) and outcome.verdict.concluded:
                 approve(settings, outcome, reviewer)  # the resolution before the recurrence

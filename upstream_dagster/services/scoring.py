@@ -14,7 +14,7 @@ from upstream_dagster.conformance.score import Dial, score
 from upstream_dagster.datahub.model import SearchQuery
 from upstream_dagster.datahub.protocol import MetadataGraph
 from upstream_dagster.datahub.readpath import read_context
-from upstream_dagster.datahub.summary import summarize
+from upstream_dagster.datahub.summary import SUMMARY_ASPECTS, summarize
 from upstream_dagster.datahub.tier_search import resolve_scope
 from upstream_dagster.spec.models import EstateSpec
 
@@ -42,8 +42,9 @@ def graph_version(graph: MetadataGraph) -> str:
     assertions and their results, owners) and every dataset's governed aspects (descriptions,
     domains, terms, tags, owners), so a change a steward makes in DataHub moves it too. The
     DataHub source asset's data version."""
-    lines = summarize(graph).lines()
     datasets = graph.search(SearchQuery(entity_type="dataset"))
-    governed = graph.get_aspects(datasets, GOVERNED) if datasets else {}
+    aspects = graph.get_aspects(datasets, sorted({*SUMMARY_ASPECTS, *GOVERNED}))  # one read
+    lines = summarize(graph, datasets, aspects).lines()
+    governed = {u: {k: v for k, v in a.items() if k in GOVERNED} for u, a in aspects.items()}
     blob = json.dumps(governed, sort_keys=True, default=str)
     return hashlib.sha256("\n".join([*lines, blob]).encode()).hexdigest()[:16]
