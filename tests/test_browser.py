@@ -83,7 +83,7 @@ def _set_config(page: Any, config: str, must_hold: str) -> None:
     raise AssertionError(f"the launchpad never accepted the config:\n{config}")
 
 
-def _launch_writeback(page: Any, url: str, digest: str, shot: Path | None) -> str:
+def _launch_writeback(page: Any, url: str, digest: str, nonce: str, shot: Path | None) -> str:
     """The coverage write-back launched from its launchpad with an approval config: the run id."""
     page.goto(
         f"{url}/locations/upstream/jobs/coverage_writeback_job/playground",
@@ -93,7 +93,8 @@ def _launch_writeback(page: Any, url: str, digest: str, shot: Path | None) -> st
     page.locator(".CodeMirror").first.wait_for()
     config = (
         "ops:\n  coverage_writeback:\n    config:\n"
-        f"      batch_digest: {digest}\n      approve: [all]\n      reviewer: alice\n"
+        f"      batch_digest: {digest}\n      nonce: {nonce}\n      approve: [all]\n"
+        "      reviewer: alice\n"
     )
     _set_config(page, config, digest)
     if shot is not None:
@@ -133,7 +134,8 @@ def test_a_reviewer_reads_the_dial_and_approves_a_write_back_in_the_dagster_ui(
     before = _overall(scored.output)
     planned = runner.invoke(app, ["plan"])
     digest = re.search(r"digest ([0-9a-f]{16})", planned.output)
-    assert planned.exit_code == 0 and digest, planned.output
+    nonce = re.search(r"nonce ([0-9a-f]{16})", planned.output)
+    assert planned.exit_code == 0 and digest and nonce, planned.output
 
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox"])
@@ -156,7 +158,7 @@ def test_a_reviewer_reads_the_dial_and_approves_a_write_back_in_the_dagster_ui(
         assert shown == [before], (shown, before)  # the UI shows what the CLI prints
         page.screenshot(path=str(shots / "ui-conformance.png"), full_page=True)
 
-        run_id = _launch_writeback(page, url, digest[1], shots / "ui-launchpad.png")
+        run_id = _launch_writeback(page, url, digest[1], nonce[1], shots / "ui-launchpad.png")
         run = _finished(settings, run_id)
         page.reload(wait_until="networkidle")
         _dismiss(page)
@@ -174,8 +176,13 @@ def test_a_reviewer_reads_the_dial_and_approves_a_write_back_in_the_dagster_ui(
         assert _overall(runner.invoke(app, ["score"]).output) == before
         replanned = runner.invoke(app, ["plan"])
         again = re.search(r"digest ([0-9a-f]{16})", replanned.output)
+        renewed = re.search(r"nonce ([0-9a-f]{16})", replanned.output)
         assert again and again[1] == digest[1], replanned.output  # the same batch, re-approvable
-        rerun = _finished(settings, _launch_writeback(page, url, again[1], None))
+        assert renewed and renewed[1] != nonce[1]  # ...with a new one-time value
+        replayed = _finished(settings, _launch_writeback(page, url, digest[1], nonce[1], None))
+        assert replayed.is_success  # an answer, not a failure: refused, nothing written
+        assert _overall(runner.invoke(app, ["score"]).output) == before
+        rerun = _finished(settings, _launch_writeback(page, url, again[1], renewed[1], None))
         assert rerun.is_success, rerun.status
         page.goto(f"{url}/runs/{rerun.run_id}", wait_until="networkidle")
         _dismiss(page)
@@ -215,7 +222,7 @@ def test_a_reviewer_approves_an_incidents_fix_from_the_launchpad_and_it_resolves
     from upstream_dagster.defs import journal
     from upstream_dagster.evaluation.breakage import break_estate
     from upstream_dagster.evaluation.scenario import load_scenario
-    from upstream_dagster.runs import dagster_instance
+    from upstream_dagster.runs import dagster_instance, waiting_nonce
 
     url, settings = ui
     shots = Path(os.environ.get("UPSTREAM_SCREENSHOT_DIR") or tmp_path)
@@ -244,6 +251,7 @@ def test_a_reviewer_approves_an_incidents_fix_from_the_launchpad_and_it_resolves
         config = (
             "ops:\n  incident_fix:\n    config:\n"
             f"      verdict_digest: {verdict.digest}\n      reviewer: alice\n"
+            f"      nonce: {waiting_nonce(settings, 'fix', verdict.digest)}\n"
         )
         _set_config(page, config, verdict.digest)
         page.screenshot(path=str(shots / "ui-incident-launchpad.png"))

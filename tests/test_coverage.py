@@ -25,7 +25,9 @@ from upstream_dagster.datahub.model import PreImage
 from upstream_dagster.errors import UpstreamError
 from upstream_dagster.runs import run_job
 from upstream_dagster.settings import Settings
+from upstream_dagster.state import approvals
 from upstream_dagster.state import claims as gate
+from upstream_dagster.state.store import GateStore
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -48,10 +50,27 @@ def planned(settings: Settings) -> Plan:
     return batch
 
 
+def store(settings: Settings) -> GateStore:
+    return GateStore.local(settings.state_dir)
+
+
+def nonce_of(settings: Settings, digest: str) -> str:
+    """The one-time value waiting for ``digest`` ("" when none is)."""
+    held = approvals.outstanding(store(settings), "batch", digest)
+    return held.nonce if held else ""
+
+
 def approve(
     settings: Settings, batch: Plan, tags: dict[str, str] | None = None, **overrides: Any
 ) -> dg.ExecuteInProcessResult:
-    config = {"batch_digest": batch.digest, "approve": ["all"], "reviewer": "alice", **overrides}
+    """A launch as the launchpad makes it, with the one-time value shown beside the digest."""
+    config = {
+        "batch_digest": batch.digest,
+        "approve": ["all"],
+        "reviewer": "alice",
+        "nonce": nonce_of(settings, batch.digest),
+        **overrides,
+    }
     return run_job(
         settings,
         "coverage_writeback_job",
@@ -105,7 +124,7 @@ def test_full_loop_measured_equals_projected_and_reset_restores(estate: Settings
     # every aspect the batch wrote was absent before, so Lite reads byte-identical again
     assert graph_digest(estate) == before
     # the gate cannot wedge: the undone batch waits again and can be approved again
-    assert gate.claimed_by(estate.state_dir, batch.digest) is None
+    assert gate.claimed_by(store(estate), batch.digest) is None
     queue = run_job(estate, "score").output_for_node("approval_queue")
     assert any(batch.digest in line for line in queue)
     again = approve(estate, after)
@@ -180,13 +199,13 @@ def test_a_second_approval_of_the_same_batch_is_refused(estate: Settings) -> Non
     # refused before any write, naming the run that wrote the batch
     assert f"already written by run {first.run_id}" in err.value.problem
     with pytest.raises(gate.BatchRefused, match=first.run_id):
-        gate.claim(estate.state_dir, batch.digest, "another-run", "alice")
+        gate.claim(store(estate), batch.digest, "another-run", "alice")
     assert graph_digest(estate) == digest_after
 
 
 def _claim_in_process(state: str, digest: str, name: str, out: Any) -> None:
     try:
-        gate.claim(Path(state), digest, name, "alice")
+        gate.claim(GateStore.local(Path(state)), digest, name, "alice")
         out.put(name)
     except gate.BatchRefused:
         out.put(None)
@@ -198,7 +217,7 @@ def test_concurrent_claims_in_threads_and_processes_let_exactly_one_write(tmp_pa
 
     def contend(name: str) -> None:
         try:
-            gate.claim(tmp_path, "threads", name, "alice")
+            gate.claim(GateStore.local(tmp_path), "threads", name, "alice")
             winners.append(name)
         except gate.BatchRefused:
             refused.append(name)
@@ -265,7 +284,7 @@ def test_a_write_back_that_wrote_nothing_does_not_hold_the_batch(
     first = approve(estate, batch)
     meta = first.asset_materializations_for_node("coverage_writeback")[0].metadata
     assert meta["written"].value == 0 and meta["failed"].value > 0
-    assert gate.claimed_by(estate.state_dir, batch.digest) is None
+    assert gate.claimed_by(store(estate), batch.digest) is None
     monkeypatch.setattr(LiteGraph, "write_aspect", original_write)
     monkeypatch.setattr(LiteGraph, "apply_change", original_apply)
     second = approve(estate, batch)
@@ -390,7 +409,7 @@ def test_auto_policy_sensor_launches_once_and_risky_proposals_wait(
     estate = settings_mod.load()
     batch = planned(estate)
     (request,) = tick(estate).run_requests
-    assert request.run_key == f"auto-{batch.digest}"
+    assert request.run_key == f"auto-{batch.digest}-{nonce_of(estate, batch.digest)}"
     result = run_job(estate, "coverage_writeback_job", request.run_config, tags=request.tags)
     meta = result.asset_materializations_for_node("coverage_writeback")[0].metadata
     journal = meta["journal"].value
@@ -492,7 +511,7 @@ def test_a_write_back_killed_at_random_points_leaves_nothing_undoable_or_wedged(
             return 0
         con = sqlite3.connect(str(path), timeout=30)
         try:
-            return int(con.execute("SELECT count(*) FROM ledger").fetchone()[0])
+            return int(con.execute("SELECT count(*) FROM upstream_ledger").fetchone()[0])
         except sqlite3.OperationalError:
             return 0
         finally:
@@ -538,7 +557,7 @@ def test_datahub_identity_refuses_a_launchpad_run_and_lite_names_the_fix(
     batch = planned(estate)
     before = graph_digest(estate)
     said = refusal(approve(estate, batch))
-    assert "handed no DataHub answer" in said and "launchpad run carries none" in said
+    assert "carries no reviewer token" in said and "launchpad run carries none" in said
     runs_before = len(dg.DagsterInstance.from_config(str(estate.dagster_home)).get_run_records())
     monkeypatch.setenv("DATAHUB_REVIEWER_TOKEN", "tok-alice")
     out = CliRunner().invoke(

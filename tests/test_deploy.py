@@ -5,19 +5,14 @@ starts on 127.0.0.1 (and stops), with write-backs held to one at a time."""
 from __future__ import annotations
 
 import os
-import pwd
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
-from glob import glob
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-
-from .servers import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 DEPLOY = ROOT / "docs" / "deploy" / "dagster.yaml"
@@ -94,49 +89,6 @@ def test_writeback_assets_and_jobs_carry_the_limits_the_deployment_enforces() ->
     assert source["remediation.py"].count("pool=WRITEBACK_POOL") == 2
     assert source["remediation.py"].count("tags=WRITEBACK_TAGS") == 2
     assert WRITEBACK_POOL == "datahub_writeback"
-
-
-def _pg_bin() -> Path:
-    found = sorted(glob("/usr/lib/postgresql/*/bin/initdb"))
-    if not found:
-        raise AssertionError(
-            "PostgreSQL's server is missing: `.ci/run` installs Debian's postgresql package"
-        )
-    return Path(found[-1]).parent
-
-
-@pytest.fixture(scope="module")
-def postgres() -> Iterator[int]:
-    """A throwaway PostgreSQL cluster on 127.0.0.1 (as the `postgres` user when run as root)."""
-    import tempfile
-
-    bin_dir = _pg_bin()
-    # not under pytest's folders, which only root may enter
-    data = Path(tempfile.mkdtemp(prefix="upstream-pg-")) / "data"
-    data.mkdir()
-    as_user: list[str] = []
-    if os.geteuid() == 0:  # PostgreSQL refuses to run as root
-        user = pwd.getpwnam("postgres")
-        for path in (data.parent, data):
-            os.chown(path, user.pw_uid, user.pw_gid)
-        as_user = ["runuser", "-u", "postgres", "--"]
-    port = free_port()
-
-    def run(*cmd: str) -> None:
-        subprocess.run([*as_user, *cmd], check=True, capture_output=True, timeout=120)
-
-    run(str(bin_dir / "initdb"), "-D", str(data), "-U", "dagster", "-A", "trust")
-    run(
-        str(bin_dir / "pg_ctl"), "-D", str(data), "-l", str(data / "server.log"), "-w",
-        "-o", f"-h 127.0.0.1 -p {port} -k {data}", "start",
-    )  # fmt: skip
-    try:
-        run(str(bin_dir / "createdb"), "-h", "127.0.0.1", "-p", str(port), "-U", "dagster",
-            "dagster")  # fmt: skip
-        yield port
-    finally:
-        run(str(bin_dir / "pg_ctl"), "-D", str(data), "-m", "fast", "stop")
-        shutil.rmtree(data.parent, ignore_errors=True)
 
 
 @pytest.mark.slow

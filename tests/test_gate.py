@@ -4,11 +4,13 @@ line and the launchpad ask `gate.decide`, so what it answers is what every path 
 from __future__ import annotations
 
 import itertools
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from upstream_dagster.gate import Request, Subject, decide
+from upstream_dagster import gate
+from upstream_dagster.gate import Decision, Request, Subject
 from upstream_dagster.spec.models import Policies
 
 APPROVERS = ["alice"]
@@ -25,6 +27,21 @@ def policy(actuation: str) -> Policies:
 
 def subject(current: bool = True, items: tuple[tuple[str, float], ...] = ITEMS) -> Subject:
     return Subject("batch", "d1", "d1" if current else "d2", items)
+
+
+NONCE = "n1"
+
+
+def decide(policy: Policies, request: Request, subject: Subject) -> Decision:
+    """The gate, with the grounds the store gives a batch planned under ``policy`` (one-time
+    value n1, the policy in force) and a request carrying that value, unless the test says
+    otherwise."""
+    grounds = replace(
+        subject,
+        nonce=subject.nonce or NONCE,
+        planned_policy=subject.planned_policy or gate.policy_digest(policy),
+    )
+    return gate.decide(policy, replace(request, nonce=request.nonce or NONCE), grounds)
 
 
 CASES = list(
@@ -110,7 +127,7 @@ def test_a_signed_approval_writes_and_a_typed_name_alone_is_refused(tmp_path: Pa
     from upstream_dagster.state import keys
 
     signed, key = _keyed(tmp_path)
-    proof = keys.sign(key, "batch", "d1", "alice")
+    proof = keys.sign(key, "batch", "d1", "alice", gate.policy_digest(signed), NONCE)
     assert decide(signed, Request("d1", "alice", proof=proof), subject()).verdict == "write"
     typed = decide(signed, Request("d1", "alice"), subject())
     assert typed.verdict == "refuse" and "did not prove who they are" in typed.problem
@@ -144,9 +161,10 @@ def test_estate_yaml_refuses_a_key_for_someone_who_is_not_an_approver() -> None:
 
 
 def test_datahub_identity_writes_only_for_the_person_datahub_vouched_for() -> None:
-    """identity: datahub: the reviewer's own DataHub token names them (asked by the command
-    line, handed to its run in-process); a typed name, someone else's token, or a launchpad run
-    (which carries no token) is refused with the way to approve."""
+    """identity: datahub: the reviewer's own DataHub token, carried by the run that writes,
+    names them (the run asks DataHub itself); a typed name, someone else's token, or a
+    launchpad run (which carries no token) is refused with the way to approve."""
+    from upstream_dagster.errors import UpstreamError
     from upstream_dagster.services import reviewer
 
     datahub = Policies(actuation="ratify", approvers=APPROVERS, identity="datahub")
@@ -159,12 +177,79 @@ def test_datahub_identity_writes_only_for_the_person_datahub_vouched_for() -> No
     assert "DATAHUB_REVIEWER_TOKEN" in typed.fix and "launchpad" in typed.fix
     stolen = decide(datahub, Request("d1", "alice", vouched="mallory"), subject())
     assert stolen.verdict == "refuse" and "belongs to 'mallory'" in stolen.problem
-    # the hand-over from the command line to its own run: once, and only for what was approved
-    reviewer.hand_over("d1", "alice")
-    assert reviewer.request(datahub, "d2", "alice", False, "").vouched == ""  # another digest
-    reviewer.hand_over("d1", "alice")
-    assert reviewer.request(datahub, "d1", "alice", False, "").vouched == "alice"
-    again = reviewer.request(datahub, "d1", "alice", False, "")  # taken once
-    assert again.vouched == "" and "launchpad" in again.vouch_note
-    refused = decide(datahub, again, subject())
-    assert refused.verdict == "refuse" and "handed no DataHub answer" in refused.problem
+
+    # the run asks DataHub about the token it carries, and nothing else vouches
+    asked: list[str] = []
+
+    def datahub_says(token: str) -> str:
+        asked.append(token)
+        if token != "alice-token":
+            raise UpstreamError("DataHub did not accept the reviewer's token (401)", "-")
+        return "alice"
+
+    def ask(token: str) -> Request:
+        return reviewer.request(datahub, "d1", "alice", False, "", NONCE, token, datahub_says, {})
+
+    assert decide(datahub, ask("alice-token"), subject()).verdict == "write"
+    forged = decide(datahub, ask("made-up"), subject())
+    assert forged.verdict == "refuse" and "401" in forged.problem
+    none = decide(datahub, ask(""), subject())
+    assert none.verdict == "refuse" and "carries no reviewer token" in none.problem
+    assert asked == ["alice-token", "made-up"]  # an empty token is never sent
+
+
+def test_a_replayed_or_stale_one_time_value_is_refused_and_says_why() -> None:
+    ratify = policy("ratify")
+    spent = replace(subject(), nonce="n2", nonce_note="was used by run r1 (approved by alice)")
+    replay = gate.decide(
+        ratify,
+        Request("d1", "alice", nonce="n1"),
+        replace(spent, planned_policy=gate.policy_digest(ratify)),
+    )
+    assert replay.verdict == "refuse" and "was used by run r1" in replay.problem
+    none_left = gate.decide(
+        ratify,
+        Request("d1", "alice", nonce="n1"),
+        replace(subject(), nonce="", nonce_note="was used by run r1 (approved by alice)"),
+    )
+    assert none_left.verdict == "refuse" and "plan again" in none_left.fix
+    missing = decide(ratify, Request("d1", "alice", nonce="n9"), subject())
+    assert missing.verdict == "refuse" and "never issued" in missing.problem
+
+
+def test_a_policy_not_in_force_or_changed_since_planning_is_refused() -> None:
+    ratify = policy("ratify")
+    untrusted = replace(
+        subject(), untrusted="estate.yaml's policy x is not in force", untrusted_fix="f"
+    )
+    refused = decide(ratify, Request("d1", "alice"), untrusted)
+    assert refused.verdict == "refuse" and "not in force" in refused.problem
+    moved = decide(ratify, Request("d1", "alice"), replace(subject(), planned_policy="other"))
+    assert moved.verdict == "refuse" and "planned under (other)" in moved.problem
+    # a stop always works: dry-run needs no trusted policy
+    stop = decide(policy("dry-run"), Request("d1", "alice"), untrusted)
+    assert stop.verdict == "dry-run"
+
+
+def test_a_signature_covers_the_policy_and_the_one_time_value(tmp_path: Path) -> None:
+    from upstream_dagster.state import keys
+
+    signed, key = _keyed(tmp_path)
+    proof = keys.sign(key, "batch", "d1", "alice", gate.policy_digest(signed), "n1")
+    assert decide(signed, Request("d1", "alice", proof=proof), subject()).verdict == "write"
+    # the same signature against a new one-time value (after a reset, a new plan): refused
+    renewed = replace(subject(), nonce="n2")
+    replay = decide(signed, Request("d1", "alice", proof=proof, nonce="n2"), renewed)
+    assert replay.verdict == "refuse" and "does not verify" in replay.problem
+    # a signature over another policy (someone swapped estate.yaml's keys): refused
+    other = keys.sign(key, "batch", "d1", "alice", "0" * 16, "n1")
+    assert decide(signed, Request("d1", "alice", proof=other), subject()).verdict == "refuse"
+
+
+def test_a_launch_carrying_launcher_overrides_is_refused() -> None:
+    from upstream_dagster.services import reviewer
+
+    tags = {"dagster-k8s/config": '{"container_config": {"env": []}}'}
+    request = reviewer.request(policy("ratify"), "d1", "alice", False, "", NONCE, "", str, tags)
+    refused = decide(policy("ratify"), request, subject())
+    assert refused.verdict == "refuse" and "dagster-k8s/config" in refused.problem

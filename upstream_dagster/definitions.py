@@ -11,9 +11,17 @@ import os
 import dagster as dg
 
 from upstream_dagster import settings as settings_mod
-from upstream_dagster.defs import conformance, coverage, notify, reliability, remediation, watch
+from upstream_dagster.defs import (
+    conformance,
+    coverage,
+    notify,
+    reliability,
+    remediation,
+    undo,
+    watch,
+)
 from upstream_dagster.defs.progress import LOGGERS
-from upstream_dagster.defs.resources import resources
+from upstream_dagster.defs.resources import fixed, resources
 from upstream_dagster.spec import load_estate
 from upstream_dagster.warehouse.dbt_project import DbtProject, dbt_executable
 
@@ -30,6 +38,7 @@ def core(settings: settings_mod.Settings) -> dg.Definitions:
     return dg.Definitions.merge(
         conformance.defs,
         coverage.defs,
+        undo.defs,
         notify.defs,
         watch.defs,
         dg.Definitions(
@@ -63,12 +72,16 @@ def build(settings: settings_mod.Settings) -> dg.Definitions:
         ),
         conformance.defs,
         coverage.defs,
+        undo.defs,
         notify.defs,
         watch.defs,
         reliability.defs,
         remediation.defs,
         dg.Definitions(
-            resources={**resources(settings), "dbt": dbt},
+            resources={
+                **resources(settings),
+                "dbt": fixed(dbt, "The deployed dbt project: fixed by the deployment"),
+            },
             executor=dg.in_process_executor,
             loggers=LOGGERS,
         ),

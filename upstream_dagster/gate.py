@@ -6,19 +6,27 @@ checks run in one order, and the first that fails is the answer:
 
 1. the digest the reviewer approved is the one shown for approval (a stale launch is refused);
 2. what was shown is still current (DataHub read again gives the same digest);
-3. a dry-run policy writes nothing, for anybody, and says so;
-4. an automatic launch writes only under an ``auto`` policy;
-5. a person must be on the approvers list and, unless estate.yaml says identity is not
-   enforced, prove it: an ed25519 signature over what they approve, by their listed key
-   (``signed``), or DataHub naming them as the owner of the token they approved with
-   (``datahub``);
-6. there must be something to write, where the subject says why there may not be;
-7. an automatic launch writes only what is at or below ``max_auto_risk``; the rest waits.
+3. a dry-run policy writes nothing, for anybody, and says so (a stop that needs no signature);
+4. the policy in estate.yaml is the trusted one: adopted on first use, pinned by the
+   deployment, or changed with the approval of an approver of the policy it replaces;
+5. it is the policy the batch was planned under;
+6. an automatic launch writes only under an ``auto`` policy, and a person must be on the
+   approvers list;
+7. the approval carries the batch's one-time value, issued when it was planned and spent by
+   its write, a reset or a new plan: a replayed approval or stored launch is refused;
+8. unless estate.yaml says identity is not enforced, the person proves who they are: an
+   ed25519 signature over what they approve (kind, digest, policy, one-time value, their
+   name), by their listed key (``signed``), or DataHub naming them as the owner of the token
+   their run carried (``datahub``);
+9. there must be something to write, where the subject says why there may not be;
+10. an automatic launch writes only what is at or below ``max_auto_risk``; the rest waits.
 """
 
 from __future__ import annotations
 
 import base64
+import hashlib
+import json
 from dataclasses import dataclass
 from typing import Literal
 
@@ -32,32 +40,65 @@ Verdict = Literal["write", "dry-run", "refuse"]
 
 @dataclass(frozen=True)
 class Request:
-    """What a launch asks: the digest the reviewer saw, who they are, whether a sensor asked."""
+    """What a launch asks: the digest the reviewer saw, the one-time value it was shown with,
+    who they are, whether a sensor asked."""
 
     approved_digest: str
     reviewer: str
     automatic: bool = False
-    proof: str = ""  # base64 ed25519 signature over approval_message(kind, digest, reviewer)
-    vouched: str = ""  # the DataHub user the reviewer's own token belongs to, as DataHub said
+    proof: str = ""  # base64 ed25519 signature over approval_message(...)
+    vouched: str = ""  # the DataHub user the run's reviewer token belongs to, as DataHub said
     vouch_note: str = ""  # why nobody was vouched for (no token came; DataHub refused it)
+    nonce: str = ""  # the one-time value shown with the digest
+    launch: str = ""  # why the launch is not the deployment's own ("" when it is)
 
 
-def approval_message(kind: str, digest: str, reviewer: str) -> bytes:
-    """What an approver signs: the kind of thing, its digest and their own name, so a
-    signature approves exactly one thing, once, as one person."""
-    return f"upstream-approval:{kind}:{digest}:{reviewer}".encode()
+def policy_body(policy: Policies) -> str:
+    """Who may approve and how, as canonical JSON: approvers, their keys, the identity mode,
+    actuation and the automatic risk cap. What an approval covers, and what the trust root
+    protects."""
+    body = {
+        "actuation": policy.actuation,
+        "approvers": sorted(policy.approvers),
+        "approver_keys": dict(sorted(policy.approver_keys.items())),
+        "identity": policy.identity,
+        "max_auto_risk": policy.max_auto_risk,
+    }
+    return json.dumps(body, sort_keys=True)
 
 
-def verified(policy: Policies, kind: str, digest: str, reviewer: str, proof: str) -> bool:
+def policy_digest(policy: Policies) -> str:
+    return hashlib.sha256(policy_body(policy).encode()).hexdigest()[:16]
+
+
+def approval_message(kind: str, digest: str, reviewer: str, policy: str, nonce: str) -> bytes:
+    """What an approver signs: the kind of thing, its digest, the policy it was planned under,
+    its one-time value and their own name: one thing, once, as one person."""
+    return f"upstream-approval:v2:{kind}:{digest}:{policy}:{nonce}:{reviewer}".encode()
+
+
+def rotation_message(old: str, new: str, reviewer: str) -> bytes:
+    """What an approver of the trusted policy signs to let estate.yaml's new policy in force."""
+    return f"upstream-policy:{old}:{new}:{reviewer}".encode()
+
+
+def signature_verifies(policy: Policies, reviewer: str, message: bytes, proof: str) -> bool:
     key = policy.approver_keys.get(reviewer)
     if not key or not proof:
         return False
     try:
         public = Ed25519PublicKey.from_public_bytes(base64.b64decode(key))
-        public.verify(base64.b64decode(proof), approval_message(kind, digest, reviewer))
+        public.verify(base64.b64decode(proof), message)
     except (InvalidSignature, ValueError):
         return False
     return True
+
+
+def verified(
+    policy: Policies, kind: str, digest: str, reviewer: str, proof: str, nonce: str
+) -> bool:
+    message = approval_message(kind, digest, reviewer, policy_digest(policy), nonce)
+    return signature_verifies(policy, reviewer, message, proof)
 
 
 @dataclass(frozen=True)
@@ -71,6 +112,11 @@ class Subject:
     current_digest: str
     items: tuple[tuple[str, float], ...]
     empty_reason: str | None = None
+    nonce: str = ""  # the outstanding one-time value ("" when none is: spent, or never issued)
+    nonce_note: str = ""  # what became of the value the request carries, when not outstanding
+    planned_policy: str = ""  # the policy digest it was planned under
+    untrusted: str = ""  # why estate.yaml's policy is not the trusted one ("" when it is)
+    untrusted_fix: str = ""
 
 
 @dataclass(frozen=True)
@@ -95,8 +141,39 @@ def _refuse(problem: str, fix: str) -> Decision:
     return Decision("refuse", problem, fix)
 
 
+def _one_time(kind: str, request: Request, subject: Subject) -> Decision | None:
+    """A refusal unless the request carries the outstanding one-time value."""
+    if subject.nonce and request.nonce == subject.nonce:
+        return None
+    if not request.nonce:
+        came = "it carries no one-time value"
+    elif subject.nonce_note:
+        came = f"its one-time value {request.nonce} {subject.nonce_note}"
+    else:
+        came = f"its one-time value {request.nonce} was never issued for it"
+    again = (
+        "`upstream approve` again (it reads the current value), or launch with the digest and "
+        "the one-time value the proposals asset shows now"
+        if kind == "batch"
+        else "`upstream approve --incident` again, or launch with the value incident_verdict "
+        "shows now"
+    )
+    if not subject.nonce:
+        again = (
+            "plan again (`upstream plan`) to get a new one-time value, then approve"
+            if kind == "batch"
+            else "re-run the reliability job for this incident, then approve"
+        )
+    return _refuse(f"this approval of {kind} {subject.digest} cannot be used: {came}", again)
+
+
 def decide(policy: Policies, request: Request, subject: Subject) -> Decision:
     kind = subject.kind
+    if request.launch:
+        return _refuse(
+            request.launch,
+            "launch it without those tags (the launchpad's defaults), or from `upstream approve`",
+        )
     if request.approved_digest != subject.digest:
         return _refuse(
             f"stale {kind} digest {request.approved_digest}: the current {kind} is "
@@ -117,6 +194,16 @@ def decide(policy: Policies, request: Request, subject: Subject) -> Decision:
             "dry-run policy in estate.yaml: nothing was written",
             "set policies.actuation to ratify in estate.yaml to let approvers write",
         )
+    if subject.untrusted:
+        return _refuse(subject.untrusted, subject.untrusted_fix)
+    if subject.planned_policy != policy_digest(policy):
+        return _refuse(
+            f"estate.yaml's policy ({policy_digest(policy)}) is not the one this {kind} was "
+            f"planned under ({subject.planned_policy or 'none recorded'})",
+            "plan again (`upstream plan`, or the score job) and approve what it shows"
+            if kind == "batch"
+            else "re-run the reliability job for this incident and approve its new verdict",
+        )
     if request.automatic and policy.actuation != "auto":
         return _refuse(
             f"this launch says it is automatic, but estate.yaml's policy is "
@@ -129,10 +216,15 @@ def decide(policy: Policies, request: Request, subject: Subject) -> Decision:
             f"{', '.join(policy.approvers) or 'nobody'}",
             "approve as someone listed in policies.approvers, or add them to it",
         )
+    stale = _one_time(kind, request, subject)
+    if stale is not None:
+        return stale
     if (
         not request.automatic
         and policy.identity == "signed"
-        and not verified(policy, kind, subject.digest, request.reviewer, request.proof)
+        and not verified(
+            policy, kind, subject.digest, request.reviewer, request.proof, subject.nonce
+        )
     ):
         return _refuse(
             f"{request.reviewer!r} did not prove who they are: estate.yaml requires a signed "

@@ -20,19 +20,20 @@ from upstream_dagster.definitions import CORE_JOBS, build, core
 from upstream_dagster.defs import journal
 from upstream_dagster.defs.estate_jobs import OUTCOME as BUILD_OUTCOME
 from upstream_dagster.defs.remediation import DRIVER_TAG, INCIDENT_TAG
-from upstream_dagster.defs.resources import WRITEBACK_POOL
+from upstream_dagster.defs.resources import WRITEBACK_POOL, ReviewerToken, gate_db
 from upstream_dagster.errors import UpstreamError
 from upstream_dagster.reliability.verdict import Verdict
 from upstream_dagster.settings import Settings
-from upstream_dagster.state import claims
+from upstream_dagster.state import approvals, claims
+from upstream_dagster.state.store import GateStore
 
 DAGSTER_YAML = """\
 # Written by Upstream. The embedded default keeps run and event storage in this folder.
 telemetry:
   enabled: false
-# One write-back at a time: coverage_writeback and incident_writeback run in the
-# `datahub_writeback` pool, and every pool defaults to one slot. (The batch claim in gate.sqlite
-# keeps each batch at most once.) docs/deploy/dagster.yaml is the production counterpart.
+# One write-back at a time: Upstream's own write-back lock in gate.sqlite serializes them (and
+# keeps each batch at most once); the `datahub_writeback` pool, one slot, is a first line.
+# docs/deploy/dagster.yaml is the production counterpart.
 concurrency:
   pools:
     default_limit: 1
@@ -67,6 +68,12 @@ def dagster_instance(settings: Settings) -> dg.DagsterInstance:
     return instance
 
 
+def gate_store(settings: Settings) -> GateStore:
+    """The gate's store the runs of this deployment share (see `defs.resources.gate_db`)."""
+    db = gate_db(settings, dagster_instance(settings))
+    return GateStore(db) if db else GateStore.local(settings.state_dir)
+
+
 def failure_message(result: dg.ExecuteInProcessResult) -> str:
     """The first failed check's reason, else the first step failure's own message."""
     for check in result.get_asset_check_evaluations():
@@ -93,25 +100,31 @@ HOST_TAG, PID_TAG = "upstream/host", "upstream/pid"
 
 
 def release_dead_runs(instance: dg.DagsterInstance) -> list[str]:
-    """Runs this host started whose process is gone (killed mid-write, say) are marked failed
-    and give back their pool slots: a dead write-back never holds the one write-back slot, so
-    the next approval does not wait on it forever. Returns the runs released."""
+    """Runs this host started in a process that is gone (a command killed with kill -9, say)
+    are marked failed, so none stays STARTED forever, and give back their pool slots, so a dead
+    write-back never holds the one write-back slot. Returns the runs released."""
     released: list[str] = []
-    storage = instance.event_log_storage
     here = socket.gethostname()
+    for record in instance.get_run_records(
+        dg.RunsFilter(
+            statuses=[dg.DagsterRunStatus.STARTED, dg.DagsterRunStatus.STARTING],
+            tags={HOST_TAG: here},
+        ),  # fmt: skip
+        limit=200,
+    ):
+        run = record.dagster_run
+        if not claims.alive(here, int(run.tags.get(PID_TAG, "0") or 0)):
+            instance.report_run_failed(run, "its process died (killed?); Upstream marked it failed")
+            released.append(run.run_id)
+    storage = instance.event_log_storage
     if not storage.supports_global_concurrency_limits:
         return released
     for run_id in storage.get_concurrency_run_ids():
-        run = instance.get_run_by_id(run_id)
-        dead = run is None or run.is_finished
-        if run is not None and not run.is_finished and run.tags.get(HOST_TAG) == here:
-            dead = not claims.alive(here, int(run.tags.get(PID_TAG, "0") or 0))
-            if dead:
-                instance.report_run_failed(run, "its process died; Upstream released its slot")
-        if dead:
+        held = instance.get_run_by_id(run_id)
+        if held is None or held.is_finished:
             storage.free_concurrency_slots_for_run(run_id)
             released.append(run_id)
-    return released
+    return sorted(set(released))
 
 
 def failed_steps(result: dg.ExecuteInProcessResult) -> set[str]:
@@ -126,6 +139,7 @@ def run_job(
     selection: list[dg.AssetKey] | None = None,
     partition: str | None = None,
     loud_build_ok: bool = False,
+    resources: dict[str, object] | None = None,
 ) -> dg.ExecuteInProcessResult:
     """One job, in this process, on the state folder's instance; a failed run raises
     `UpstreamError` naming what failed. With ``loud_build_ok``, a run whose only failure is the
@@ -151,6 +165,7 @@ def run_job(
             tags=tags,
             asset_selection=selection,
             partition_key=partition,
+            resources=resources,
         )
     if not result.success and not (loud_build_ok and failed_steps(result) == {BUILD_OUTCOME}):
         raise UpstreamError(
@@ -172,13 +187,20 @@ class Scored:
     run_id: str
     dial: Dial
     batch: Plan
+    nonce: str = ""  # the batch's one-time value: an approval names it
+    policy: str = ""  # the policy it was planned under, and whether it is in force
 
 
 def score(settings: Settings) -> Scored:
     """The score job: the dial and the batch it planned."""
     result = run_job(settings, "score")
+    meta = metadata(result, "proposals")
     return Scored(
-        result.run_id, result.output_for_node("conformance"), result.output_for_node("proposals")
+        result.run_id,
+        result.output_for_node("conformance"),
+        result.output_for_node("proposals"),
+        str(meta.get("approval_nonce", "")),
+        str(meta.get("policy", "")),
     )
 
 
@@ -210,15 +232,37 @@ class IncidentFixed:
     runs: tuple[str, ...] = ()  # the fix's, the rebuild's and the resolution's run ids
 
 
+def waiting_nonce(settings: Settings, kind: str, digest: str) -> str:
+    """The one-time value waiting for ``kind`` ``digest`` ("" when none is: the gate says why)."""
+    held = approvals.outstanding(gate_store(settings), kind, digest)
+    return held.nonce if held else ""
+
+
+def _carrying(token: str) -> dict[str, object] | None:
+    """The reviewer's own DataHub token, as a resource of the one run that writes (never run
+    config): the run asks the deployment's DataHub whose it is."""
+    return {"reviewer_token": ReviewerToken(token)} if token else None
+
+
 def approve_incident(
-    settings: Settings, key: str, digest: str, reviewer: str, proof: str = ""
+    settings: Settings,
+    key: str,
+    digest: str,
+    reviewer: str,
+    proof: str = "",
+    nonce: str = "",
+    token: str = "",
 ) -> IncidentFixed:
     """An incident's fix, approved: the fix, the rebuild, the resolution, each a run of its own
     (the sensors that chain them in the UI leave a chain tagged as driven from here alone)."""
     tags = {DRIVER_TAG: "cli"}
-    approval = {"verdict_digest": digest, "reviewer": reviewer, "proof": proof}
+    nonce = nonce or waiting_nonce(settings, "fix", digest)
+    approval = {"verdict_digest": digest, "reviewer": reviewer, "proof": proof, "nonce": nonce}
     config = {"ops": {"incident_fix": {"config": approval}}}
-    applied = run_job(settings, "incident_writeback_job", config, tags=tags, partition=key)
+    applied = run_job(
+        settings, "incident_writeback_job", config, tags=tags, partition=key,
+        resources=_carrying(token),
+    )  # fmt: skip
     fix = metadata(applied, "incident_fix")
     if fix.get("refused"):
         raise UpstreamError(str(fix["result"]), str(fix["fix"]))
@@ -257,18 +301,23 @@ def approve_batch(
     reject: list[str] | None = None,
     reason: str = "",
     proof: str = "",
+    nonce: str = "",
+    token: str = "",
 ) -> BatchWritten:
     """The coverage write-back job for one batch, as a reviewer approved it."""
+    nonce = nonce or waiting_nonce(settings, "batch", digest)
     config = {
         "batch_digest": digest,
         "approve": approve,
         "reviewer": reviewer,
         "reject": list(reject or []),
         "reject_reason": reason,
+        "nonce": nonce,
         "proof": proof,
     }
     run_config = {"ops": {"coverage_writeback": {"config": config}}}
-    meta = metadata(run_job(settings, "coverage_writeback_job", run_config), "coverage_writeback")
+    result = run_job(settings, "coverage_writeback_job", run_config, resources=_carrying(token))
+    meta = metadata(result, "coverage_writeback")
     if meta.get("refused"):
         raise UpstreamError(str(meta["result"]), str(meta["fix"]))
     if "result" in meta:

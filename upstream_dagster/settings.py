@@ -24,6 +24,11 @@ class Settings:
     # SQL that loads the raw feeds of an estate other than the demo (UPSTREAM_FEEDS); None: the
     # demo's own generator.
     feeds_sql: Path | None = None
+    # Where the gate keeps its state (UPSTREAM_GATE_DB, a PostgreSQL URL); None: the database
+    # Dagster's storage uses when that is PostgreSQL, else gate.sqlite in the state folder.
+    gate_db: str | None = None
+    # The policy digest the deployment pins (UPSTREAM_POLICY_PIN): only it may be in force.
+    policy_pin: str | None = None
 
     # Everything Upstream keeps on disk lives under state_dir (git-ignored), never in $HOME.
     @property
@@ -72,4 +77,6 @@ def load() -> Settings:
         dbt_source_dir=dbt_src,
         estate_file=estate,
         feeds_sql=Path(feeds).resolve() if feeds else None,
+        gate_db=os.environ.get("UPSTREAM_GATE_DB") or None,
+        policy_pin=os.environ.get("UPSTREAM_POLICY_PIN") or None,
     )

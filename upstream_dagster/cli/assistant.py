@@ -88,7 +88,7 @@ def server(settings: Settings) -> MCPServer:
         instance = runs.dagster_instance(settings)
         planned = journal.latest(instance, journal.QUEUE)
         lines = [line for line in str(planned.get("queue", "")).splitlines() if line.strip()]
-        lines += [f"- {w}" for w in journal.waiting_incidents(instance, settings.state_dir)]
+        lines += [f"- {w}" for w in journal.waiting_incidents(instance, runs.gate_store(settings))]
         return "\n".join(lines) or "Nothing is waiting on a person."
 
     @app.tool(annotations=READ_ONLY)

@@ -10,9 +10,9 @@ import typer
 from upstream_dagster import gate
 from upstream_dagster import settings as settings_mod
 from upstream_dagster.cli.app import app, err, fail, guarded, lazy, out, plain, running
-from upstream_dagster.cli.incidents import TOKEN_ENV, approve_incident, signed, vouched
+from upstream_dagster.cli.approving import TOKEN_ENV, prepare
+from upstream_dagster.cli.incidents import approve_incident
 from upstream_dagster.errors import UpstreamError
-from upstream_dagster.services import reviewer as handoff
 from upstream_dagster.spec.loader import load_estate
 from upstream_dagster.state import claims
 
@@ -29,7 +29,8 @@ def plan() -> None:
     """Score the estate and print the priced proposals of the current batch, with its digest."""
     settings = settings_mod.load()
     with running("scoring and planning (the score job)"):
-        batch = guarded(lambda: runs.score(settings)).batch
+        scored = guarded(lambda: runs.score(settings))
+    batch = scored.batch
     before, after = batch.base.overall.percent, batch.projected.overall.percent
     out.print(
         f"batch {batch.digest}: {len(batch.proposals)} proposals, conformance "
@@ -49,7 +50,12 @@ def plan() -> None:
         f"{batch.dropped} proposals dropped for no simulated benefit; {batch.deferred} priced "
         "proposals wait for the next batch (max_proposals_per_run)."
     )
-    out.print(f"approve: upstream approve --all --digest {batch.digest} --reviewer NAME")
+    plain(f"planned under {scored.policy}")
+    plain(f"approve: upstream approve --all --digest {batch.digest} --reviewer NAME")
+    plain(
+        f"  (in the launchpad: batch_digest {batch.digest}, nonce {scored.nonce}; the one-time "
+        "value makes an approval good for one write)"
+    )
 
 
 @app.command()
@@ -58,7 +64,7 @@ def queue() -> None:
     settings = settings_mod.load()
     instance = runs.dagster_instance(settings)
     meta = journal.latest(instance, journal.QUEUE)
-    incidents = journal.waiting_incidents(instance, settings.state_dir)
+    incidents = journal.waiting_incidents(instance, runs.gate_store(settings))
     if meta:
         for line in str(meta["queue"]).splitlines():
             if line.startswith("- coverage"):
@@ -117,17 +123,13 @@ def approve(
             )
         )
     spec = guarded(lambda: load_estate(settings.estate_file))
-    proof = signed(spec.policies, "batch", digest, reviewer, key)
-    who = vouched(settings, spec.policies, reviewer, token_env)
-    request = gate.Request(digest, reviewer, proof=proof, vouched=who)
     items = tuple((i, 0.0) for i in (ids or ["all"]))
-    decision = gate.decide(spec.policies, request, gate.Subject("batch", current, current, items))
-    if decision.verdict == "refuse":  # decided here, before anything is launched
-        fail(UpstreamError(f"refused: {decision.problem}", decision.fix))
-    if decision.verdict == "dry-run":
-        out.print(f"batch {current}: {decision.problem}; fix: {decision.fix}")
+    shown = gate.Subject("batch", current, current, items)
+    ready = prepare(settings, spec.policies, shown, digest, reviewer, key, token_env)
+    if ready.dry_run:
+        out.print(f"batch {current}: {ready.dry_run}; fix: set policies.actuation to ratify")
         return
-    written_by = claims.claimed_by(settings.state_dir, current)
+    written_by = claims.claimed_by(runs.gate_store(settings), current)
     if written_by:
         fail(
             UpstreamError(
@@ -147,7 +149,6 @@ def approve(
         f"Write {chosen} of batch {current} to DataHub as {reviewer}?"
     ):
         raise typer.Exit(1)
-    handoff.hand_over(current, who)
     with running(f"writing batch {current} (coverage_writeback_job)"):
         done = guarded(
             lambda: runs.approve_batch(
@@ -157,7 +158,9 @@ def approve(
                 reviewer,
                 reject,
                 reason,
-                proof,
+                ready.proof,
+                ready.nonce,
+                ready.token,
             )
         )
     if done.result:  # the policy wrote nothing, and says why

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -11,14 +10,13 @@ from rich.markdown import Markdown
 
 from upstream_dagster import gate
 from upstream_dagster import settings as settings_mod
-from upstream_dagster.cli.app import app, fail, guarded, lazy, out, plain, running
-from upstream_dagster.datahub import Target, connected, whoami
+from upstream_dagster.cli.app import app, err, fail, guarded, lazy, out, plain, running
+from upstream_dagster.cli.approving import TOKEN_ENV, prepare
+from upstream_dagster.datahub import Target, connected
 from upstream_dagster.datahub.incidents import failing_now, named
 from upstream_dagster.errors import UpstreamError
-from upstream_dagster.services import reviewer as handoff
 from upstream_dagster.spec.loader import load_estate
-from upstream_dagster.spec.models import Policies
-from upstream_dagster.state import keys
+from upstream_dagster.state import approvals, keys
 
 if TYPE_CHECKING:
     from upstream_dagster import runs
@@ -26,8 +24,6 @@ if TYPE_CHECKING:
 else:  # imported when a command first uses them
     runs = lazy("upstream_dagster.runs")
     journal = lazy("upstream_dagster.defs.journal")
-
-TOKEN_ENV = "DATAHUB_REVIEWER_TOKEN"  # where `approve` reads the reviewer's own DataHub token
 
 
 @app.command()
@@ -102,26 +98,6 @@ def show(
     print_rca(summary)
 
 
-def signed(policies: Policies, kind: str, digest: str, reviewer: str, key: Path | None) -> str:
-    """The reviewer's signature over what they approve, when estate.yaml requires one (else
-    nothing: a typed name is taken at its word, as the file says)."""
-    if policies.identity != "signed" or reviewer not in policies.approvers:
-        return ""
-    path = key or keys.default_key(reviewer)
-    return guarded(lambda: keys.sign(path, kind, digest, reviewer))
-
-
-def vouched(
-    settings: settings_mod.Settings, policies: Policies, reviewer: str, token_env: str
-) -> str:
-    """Who DataHub says the reviewer's own token belongs to, when estate.yaml lets DataHub
-    identify approvers (else nothing). The token is read from ``token_env`` and sent once."""
-    if policies.identity != "datahub" or reviewer not in policies.approvers:
-        return ""
-    token = os.environ.get(token_env, "")
-    return guarded(lambda: whoami(settings, token))
-
-
 def approve_incident(
     settings: settings_mod.Settings,
     key: str,
@@ -134,21 +110,16 @@ def approve_incident(
     if summary is None:
         fail(UpstreamError(f"no verdict for incident {key}", "run `upstream investigate` first"))
     policies = guarded(lambda: load_estate(settings.estate_file)).policies
-    proof = signed(policies, "fix", summary.digest, reviewer, signing)
-    who = vouched(settings, policies, reviewer, token_env)
-    request = gate.Request(summary.digest, reviewer, proof=proof, vouched=who)
-    decision = gate.decide(
-        policies, request, gate.Subject("fix", summary.digest, summary.digest, (("fix", 0.0),))
-    )
-    if decision.verdict == "refuse":  # decided here, before anything is launched
-        fail(UpstreamError(f"refused: {decision.problem}", decision.fix))
+    shown = gate.Subject("fix", summary.digest, summary.digest, (("fix", 0.0),))
+    ready = prepare(settings, policies, shown, summary.digest, reviewer, signing, token_env)
     plain(f"{key}: {summary.conclusion}")
     if not yes and not typer.confirm(f"Apply the {summary.remedy} as {reviewer}?"):
         raise typer.Exit(1)
-    handoff.hand_over(summary.digest, who)
     with running(f"applying the fix for {key} (incident_writeback_job, rebuild, re-check)"):
         done = guarded(
-            lambda: runs.approve_incident(settings, key, summary.digest, reviewer, proof)
+            lambda: runs.approve_incident(
+                settings, key, summary.digest, reviewer, ready.proof, ready.nonce, ready.token
+            )
         )
     if done.result:
         out.print(done.result)
@@ -182,11 +153,30 @@ def sign(
     reviewer: Annotated[str, typer.Option(help="Your name in policies.approvers.")],
     kind: Annotated[str, typer.Option(help="batch (coverage) or fix (an incident).")] = "batch",
     key: Annotated[Path | None, typer.Option(help="Your signing key.")] = None,
+    nonce: Annotated[
+        str | None,
+        typer.Option(help="The one-time value shown beside the digest (default: read it)."),
+    ] = None,
 ) -> None:
-    """Print your signature over an approval, for the launchpad's `proof` field."""
+    """Print your signature over an approval, for the launchpad's `proof` field: it covers
+    the digest, the policy in estate.yaml and the one-time value, so it is good for one write."""
     if kind not in ("batch", "fix"):
         fail(UpstreamError(f"unknown kind {kind!r}", "pass --kind batch or --kind fix"))
-    plain(guarded(lambda: keys.sign(key or keys.default_key(reviewer), kind, digest, reviewer)))
+    settings = settings_mod.load()
+    policies = guarded(lambda: load_estate(settings.estate_file)).policies
+    if nonce is None:
+        store = guarded(lambda: runs.gate_store(settings))
+        held = guarded(lambda: approvals.outstanding(store, kind, digest))
+        if held is None:
+            fail(UpstreamError(
+                f"{kind} {digest} has no approval waiting (written, or its one-time value spent)",
+                "plan again (`upstream plan`), or pass --nonce with the value shown beside it",
+            ))  # fmt: skip
+        nonce = held.nonce
+    policy = gate.policy_digest(policies)
+    path = key or keys.default_key(reviewer)
+    err.print(f"signed for one-time value {nonce}", highlight=False)
+    plain(guarded(lambda: keys.sign(path, kind, digest, reviewer, policy, nonce or "")))
 
 
 @app.command("mcp")

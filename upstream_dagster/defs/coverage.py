@@ -6,7 +6,6 @@ which never auto-materializes: a reviewer launches it with a typed config. What 
 is decided by `upstream_dagster.gate.decide`, with the policy from estate.yaml.
 """
 
-import json
 from typing import Any
 
 import dagster as dg
@@ -15,6 +14,7 @@ from pydantic import Field
 from upstream_dagster import gate
 from upstream_dagster.conformance.context import MetadataContext
 from upstream_dagster.conformance.plan import Plan
+from upstream_dagster.datahub import whoami
 from upstream_dagster.defs import journal
 from upstream_dagster.defs.presentation import plan_metadata, receipts_table
 from upstream_dagster.defs.resources import (
@@ -22,14 +22,15 @@ from upstream_dagster.defs.resources import (
     WRITEBACK_POOL,
     WRITEBACK_TAGS,
     DataHubResource,
+    ReviewerToken,
     UpstreamResource,
     WarehouseResource,
+    writeback_lock,
 )
 from upstream_dagster.errors import UpstreamError
-from upstream_dagster.services import coverage, reviewer
+from upstream_dagster.services import approval, coverage, reviewer
 from upstream_dagster.spec import EstateSpec
-from upstream_dagster.spec.urns import short
-from upstream_dagster.state import claims
+from upstream_dagster.state import approvals, claims
 
 GROUP = "coverage"
 AUTO_REVIEWER = "upstream-auto"
@@ -41,6 +42,11 @@ class WritebackConfig(dg.Config):
     reviewer: str = Field(description="Who approves; must be listed in policies.approvers.")
     reject: list[str] = Field(default_factory=list, description="Proposal ids to reject.")
     reject_reason: str = Field(default="", description="Why, recorded with the rejection.")
+    nonce: str = Field(
+        default="",
+        description="The one-time value shown beside the digest on the proposals asset: an "
+        "approval is good for one write.",
+    )
     proof: str = Field(
         default="",
         description="Your signature over this approval (`upstream sign`), when estate.yaml "
@@ -48,16 +54,11 @@ class WritebackConfig(dg.Config):
     )
 
 
-class ResetConfig(dg.Config):
-    batch_digest: str = Field(default="all", description="One batch's digest, or 'all'.")
-    confirm: bool = Field(description="Must be true: reset rewrites DataHub.")
-
-
 def _context(upstream: UpstreamResource, warehouse: WarehouseResource) -> coverage.PlanInputs:
     """What planning reads besides DataHub: rejected ids, the dbt model files' authors, and
     the warehouse a proposed assertion would run in."""
     return coverage.PlanInputs(
-        claims.rejected(upstream.state),
+        claims.rejected(upstream.gate),
         coverage.git_authors(upstream.settings().dbt_source_dir),
         warehouse.get(),
     )
@@ -81,6 +82,9 @@ def proposals(
 ) -> dg.Output[Plan]:
     batch = coverage.replan(metadata_context, estate_spec, _context(upstream, warehouse))
     batch, narration = coverage.narrate(batch, estate_spec)
+    issued = approval.issue(
+        upstream.gate, estate_spec.policies, "batch", batch.digest, upstream.pin
+    )
     narrated: dict[str, Any] = (
         {
             "narrator": "on",
@@ -90,7 +94,9 @@ def proposals(
         if narration.on
         else {"narrator": "off: no ANTHROPIC_API_KEY, descriptions use the template"}
     )
-    return dg.Output(batch, metadata={**plan_metadata(batch), **narrated})
+    return dg.Output(
+        batch, metadata={**plan_metadata(batch, issued.nonce, issued.trust.describe()), **narrated}
+    )
 
 
 @dg.asset(
@@ -105,13 +111,13 @@ def approval_queue(
     context: dg.AssetExecutionContext, proposals: Plan, upstream: UpstreamResource
 ) -> dg.Output[list[str]]:
     waiting: list[str] = []
-    if proposals.proposals and not claims.claimed_by(upstream.state, proposals.digest):
+    if proposals.proposals and not claims.claimed_by(upstream.gate, proposals.digest):
         waiting.append(
             f"coverage batch {proposals.digest}: {len(proposals.proposals)} "
             f"proposals, {proposals.base.overall.percent:.1f}% -> "
             f"{proposals.projected.overall.percent:.1f}% projected"
         )
-    waiting += journal.waiting_incidents(context.instance, upstream.state)
+    waiting += journal.waiting_incidents(context.instance, upstream.gate)
     text = "\n".join(f"- {w}" for w in waiting) or "Nothing is waiting on a person."
     return dg.Output(
         waiting, metadata={"waiting": len(waiting), "queue": dg.MetadataValue.md(text)}
@@ -133,7 +139,7 @@ def batch_is_priced_and_current(
     warehouse: WarehouseResource,
 ) -> dg.AssetCheckResult:
     unpriced = [p.id for p in proposals.proposals if p.price is None]
-    written_by = claims.claimed_by(upstream.state, proposals.digest)
+    written_by = claims.claimed_by(upstream.gate, proposals.digest)
     if written_by:
         return dg.AssetCheckResult(
             passed=False,
@@ -174,49 +180,42 @@ def coverage_writeback(
     datahub: DataHubResource,
     upstream: UpstreamResource,
     warehouse: WarehouseResource,
+    reviewer_token: dg.ResourceParam[ReviewerToken],
 ) -> dg.MaterializeResult[Any]:
     spec = upstream.spec()
-    policy = spec.policies
+    policy, store = spec.policies, upstream.gate
     automatic = context.run.tags.get(AUTOMATIC_TAG) == "true"
     try:
         chosen = coverage.select(proposals, config.approve, config.reject)
     except UpstreamError as exc:
         raise dg.Failure(f"{exc.problem}; {exc.fix}") from None
-    with datahub.graph() as graph:
+    request = reviewer.request(
+        policy, config.batch_digest, config.reviewer, automatic, config.proof, config.nonce,
+        reviewer_token.value, lambda token: whoami(datahub.target(), token), context.run.tags,
+    )  # fmt: skip
+    shown = coverage.subject(proposals, proposals.digest, chosen)
+    shown = approval.grounds(store, policy, shown, config.nonce, upstream.pin)
+    early = gate.decide(policy, request, shown)
+    if early.verdict != "write":  # refused before waiting on anyone: an answer, not a failure
+        return _unwritten(context, policy.actuation, proposals.digest, early)
+    # the lock held, DataHub read again: the gate decides on what is there now
+    lock = writeback_lock(upstream, context, f"coverage batch {proposals.digest}")
+    with lock as held, datahub.graph() as graph:
         inputs = _context(upstream, warehouse)
         ctx, now = coverage.current_plan(graph, spec, proposals.base.as_of_ms, inputs)
-        request = reviewer.request(
-            policy, config.batch_digest, config.reviewer, automatic, config.proof
-        )
-        decision = gate.decide(policy, request, coverage.subject(proposals, now.digest, chosen))
-        if decision.verdict != "write":  # dry-run, or refused: an answer, not a failed run
-            refused: dict[str, Any] = (
-                {"refused": True, "fix": decision.fix} if decision.verdict == "refuse" else {}
-            )
-            if refused:
-                context.log.error(f"refused: {decision.problem}; fix: {decision.fix}")
-            return dg.MaterializeResult(
-                metadata={
-                    "policy": policy.actuation,
-                    "written": 0,
-                    "batch_digest": proposals.digest,
-                    "result": f"refused: {decision.problem}" if refused else decision.problem,
-                    **refused,
-                }
-            )
+        subject = coverage.subject(proposals, now.digest, chosen)
+        subject = approval.grounds(store, policy, subject, config.nonce, upstream.pin)
+        decision = gate.decide(policy, request, subject)
+        if decision.verdict != "write":
+            return _unwritten(context, policy.actuation, proposals.digest, decision)
         if config.reject:
-            claims.reject(
-                upstream.state,
-                config.reject,
-                proposals.digest,
-                config.reviewer,
-                config.reject_reason or "no reason given",
-            )
+            reason = config.reject_reason or "no reason given"
+            claims.reject(store, config.reject, proposals.digest, config.reviewer, reason)
         chosen = tuple(p for p in chosen if p.id in decision.allowed)
         projected = coverage.projected_percent(spec, ctx, proposals, chosen)
         done = coverage.write_claimed(
-            graph, upstream.state, proposals.digest, context.run_id, config.reviewer, chosen,
-            inputs.warehouse,
+            graph, store, held, upstream.state, proposals.digest, config.nonce,
+            context.run_id, config.reviewer, chosen, inputs.warehouse,
         )  # fmt: skip
     entry = {
         "batch_digest": proposals.digest,
@@ -232,7 +231,9 @@ def coverage_writeback(
     return dg.MaterializeResult(
         metadata={
             "policy": policy.actuation,
+            "policy_digest": gate.policy_digest(policy),
             "reviewer": config.reviewer,
+            "identity": policy.identity,
             "automatic": automatic,
             "batch_digest": proposals.digest,
             "written": done.written,
@@ -246,90 +247,22 @@ def coverage_writeback(
     )
 
 
-@dg.asset(
-    kinds={"datahub"},
-    group_name=GROUP,
-    deps=[coverage_writeback],
-    description=(
-        "Reads DataHub afresh and re-scores at the batch's instant; its check fails if the "
-        "measured conformance differs from the projected one by any amount."
-    ),
-)
-def coverage_verify(
-    context: dg.AssetExecutionContext, datahub: DataHubResource, upstream: UpstreamResource
+def _unwritten(
+    context: dg.AssetExecutionContext, actuation: str, digest: str, decision: gate.Decision
 ) -> dg.MaterializeResult[Any]:
-    written = journal.written(context.instance)
-    if not written:
-        raise dg.Failure("no write-back has been made yet: approve a batch first")
-    last = written[0]
-    with datahub.graph() as graph:
-        measured = coverage.measured_percent(graph, upstream.spec(), last.as_of_ms)
+    """A dry-run or a refusal: an answer on the asset, nothing written, one line in the log."""
+    refused: dict[str, Any] = (
+        {"refused": True, "fix": decision.fix} if decision.verdict == "refuse" else {}
+    )
+    if refused:
+        context.log.error(f"refused: {decision.problem}; fix: {decision.fix}")
     return dg.MaterializeResult(
         metadata={
-            "batch_digest": last.digest,
-            "measured_percent": dg.MetadataValue.float(measured),
-            "projected_percent": dg.MetadataValue.float(last.projected_percent),
-            "percent_before": dg.MetadataValue.float(last.percent_before),
-        }
-    )
-
-
-@dg.asset_check(
-    asset=coverage_verify,
-    description="Measured conformance after the write-back equals the projection shown for "
-    "approval.",
-)
-def measured_equals_projected(context: dg.AssetCheckExecutionContext) -> dg.AssetCheckResult:
-    meta = journal.latest(context.instance, dg.AssetKey("coverage_verify"))
-    measured, projected = float(meta["measured_percent"]), float(meta["projected_percent"])
-    return dg.AssetCheckResult(
-        passed=measured == projected,
-        metadata={
-            "measured": measured,
-            "projected": projected,
-            "difference": round(measured - projected, 4),
-        },
-    )
-
-
-@dg.asset(
-    kinds={"datahub"},
-    group_name=GROUP,
-    description=(
-        "Undo: restores every aspect a write-back wrote (one batch, or all; coverage batches "
-        "and incident write-backs alike) to its pre-image; an aspect that did not exist before "
-        "is removed again."
-    ),
-)
-def coverage_reset(
-    context: dg.AssetExecutionContext,
-    config: ResetConfig,
-    datahub: DataHubResource,
-    upstream: UpstreamResource,
-) -> dg.MaterializeResult[Any]:
-    if not config.confirm:
-        raise dg.Failure("reset rewrites DataHub: launch it with confirm: true")
-    batches = journal.to_undo(context.instance, upstream.state, config.batch_digest)
-    finished = journal.finished_runs(context.instance)
-    for run_id, digest, _ in batches:
-        if run_id not in finished:
-            context.log.warning(f"run {run_id} died writing batch {digest}: undoing its writes")
-    with datahub.graph() as graph:
-        restored = coverage.restore_all(graph, [(digest, pres) for _, digest, pres in batches])
-    claims.undone(upstream.state, {run_id for run_id, _, _ in batches})
-    for digest in {digest for _, digest, _ in batches}:  # undone: it may be approved again
-        claims.release(upstream.state, digest, f"undone by reset run {context.run_id}")
-    rows = [
-        f"| {r.batch} | {short(r.receipt.urn)} | {r.receipt.aspect} | {r.receipt.detail} |"
-        for r in restored
-    ]
-    return dg.MaterializeResult(
-        metadata={
-            "batches": json.dumps(sorted({digest for _, digest, _ in batches})),
-            "aspects_restored": len(restored),
-            "restored": dg.MetadataValue.md(
-                "| batch | urn | aspect | result |\n|---|---|---|---|\n" + "\n".join(rows)
-            ),
+            "policy": actuation,
+            "written": 0,
+            "batch_digest": digest,
+            "result": f"refused: {decision.problem}" if refused else decision.problem,
+            **refused,
         }
     )
 
@@ -341,16 +274,6 @@ writeback_job = dg.define_asset_job(
     tags=WRITEBACK_TAGS,
     description="Write an approved batch into DataHub. Launch it from the launchpad with "
     "the batch digest, the approved ids and your name (or `upstream approve`).",
-)
-verify_job = dg.define_asset_job(
-    "coverage_verify_job",
-    selection=dg.AssetSelection.assets(coverage_verify),
-    description="Re-read DataHub and check the measured conformance equals the projection.",
-)
-reset_job = dg.define_asset_job(
-    "coverage_reset_job",
-    selection=dg.AssetSelection.assets(coverage_reset),
-    description="Undo: restore every aspect the write-backs wrote to its pre-image.",
 )
 
 
@@ -374,13 +297,21 @@ def auto_writeback(
     if "batch_digest" not in meta or not meta["proposals"]:
         return dg.SkipReason("no batch with proposals has been planned")
     digest = str(meta["batch_digest"])
-    if claims.claimed_by(upstream.state, digest):
+    if claims.claimed_by(upstream.gate, digest):
         return dg.SkipReason(f"batch {digest} was already written")
-    config = {"batch_digest": digest, "approve": ["all"], "reviewer": AUTO_REVIEWER}
+    held = approvals.outstanding(upstream.gate, "batch", digest)
+    if held is None:
+        return dg.SkipReason(f"batch {digest} has no approval waiting (plan again)")
+    config = {
+        "batch_digest": digest,
+        "approve": ["all"],
+        "reviewer": AUTO_REVIEWER,
+        "nonce": held.nonce,
+    }
     return dg.SensorResult(
         run_requests=[
             dg.RunRequest(
-                run_key=f"auto-{digest}",
+                run_key=f"auto-{digest}-{held.nonce}",
                 tags={AUTOMATIC_TAG: "true"},
                 run_config={"ops": {"coverage_writeback": {"config": config}}},
             )
@@ -388,11 +319,8 @@ def auto_writeback(
     )
 
 
-ASSETS = [proposals, approval_queue, coverage_writeback, coverage_verify, coverage_reset]
-CHECKS = [batch_is_priced_and_current, measured_equals_projected]
+ASSETS = [proposals, approval_queue, coverage_writeback]
+CHECKS = [batch_is_priced_and_current]
 defs = dg.Definitions(
-    assets=ASSETS,
-    asset_checks=CHECKS,
-    jobs=[writeback_job, verify_job, reset_job],
-    sensors=[auto_writeback],
+    assets=ASSETS, asset_checks=CHECKS, jobs=[writeback_job], sensors=[auto_writeback]
 )

@@ -14,6 +14,7 @@ import dagster as dg
 
 from upstream_dagster.datahub.model import PreImage
 from upstream_dagster.state import claims
+from upstream_dagster.state.store import GateStore
 
 PROPOSALS = dg.AssetKey("proposals")
 QUEUE = dg.AssetKey("approval_queue")
@@ -115,19 +116,18 @@ def finished_runs(instance: dg.DagsterInstance) -> set[str]:
 
 
 def to_undo(
-    instance: dg.DagsterInstance, state_dir: Path, batch: str = "all"
-) -> list[tuple[str, str, list[PreImage]]]:
+    instance: dg.DagsterInstance, store: GateStore, state_dir: Path, batch: str = "all"
+) -> tuple[list[tuple[str, str, list[PreImage]]], str]:
     """(run, digest, pre-images in write order) of every write not undone yet, one batch or
     all, newest first: the journal's entries, and the ledger's writes of any write-back that
-    died part-way (no journal entry, every pre-image made durable before its write)."""
+    died part-way (no journal entry, every pre-image made durable before its write). The second
+    value is a note when the store could not be read and the ledger files stood in for it."""
     out = [(e.run_id, e.digest, list(e.pre_images)) for e in undoable(instance)]
     done = finished_runs(instance)
-    out += [
-        (run_id, digest, [PreImage.from_json(p) for p in raw])
-        for digest, run_id, raw in claims.unfinished(state_dir, done)
-    ]
+    dead, note = claims.unfinished(store, state_dir, done)
+    out += [(run_id, digest, [PreImage.from_json(p) for p in raw]) for digest, run_id, raw in dead]
     out = [b for b in out if batch in ("all", b[1])]
-    return sorted(out, key=lambda b: started(instance, b[0]), reverse=True)
+    return sorted(out, key=lambda b: started(instance, b[0]), reverse=True), note
 
 
 def started(instance: dg.DagsterInstance, run_id: str) -> float:
@@ -199,17 +199,17 @@ def verdicts(instance: dg.DagsterInstance) -> list[VerdictSummary]:
     return [_summary(k, m) for k, m in sorted(latest_meta.items())]
 
 
-def waiting_verdicts(instance: dg.DagsterInstance, state_dir: Path) -> list[VerdictSummary]:
+def waiting_verdicts(instance: dg.DagsterInstance, store: GateStore) -> list[VerdictSummary]:
     """Concluded incidents with an actionable fix that nobody has approved yet."""
     return [
         v
         for v in verdicts(instance)
-        if v.actionable and not claims.claimed_by(state_dir, f"incident-{v.digest}")
+        if v.actionable and not claims.claimed_by(store, f"incident-{v.digest}")
     ]
 
 
-def waiting_incidents(instance: dg.DagsterInstance, state_dir: Path) -> list[str]:
+def waiting_incidents(instance: dg.DagsterInstance, store: GateStore) -> list[str]:
     return [
         f"incident {v.key}: {v.conclusion}; fix: {v.remedy} (digest {v.digest})"
-        for v in waiting_verdicts(instance, state_dir)
+        for v in waiting_verdicts(instance, store)
     ]

@@ -35,7 +35,7 @@ def waiting(instance: dg.DagsterInstance, upstream: UpstreamResource, ui: str) -
     if (
         digest
         and int(planned.get("proposals") or 0)
-        and not claims.claimed_by(upstream.state, digest)
+        and not claims.claimed_by(upstream.gate, digest)
     ):
         out.append(
             Waiting(
@@ -47,7 +47,7 @@ def waiting(instance: dg.DagsterInstance, upstream: UpstreamResource, ui: str) -
                 f"{ui}/jobs/coverage_writeback_job/playground",
             )
         )
-    for v in journal.waiting_verdicts(instance, upstream.state):
+    for v in journal.waiting_verdicts(instance, upstream.gate):
         out.append(
             Waiting(
                 f"fix-{v.digest}",

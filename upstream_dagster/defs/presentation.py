@@ -115,7 +115,7 @@ def violations_records(ranked: Sequence[Any], label: Any) -> Any:
     return _table(VIOLATION_COLUMNS, rows)
 
 
-def plan_metadata(result: Plan) -> dict[str, Any]:
+def plan_metadata(result: Plan, nonce: str = "", policy: str = "") -> dict[str, Any]:
     unfixable = ["| asset | tier | requirement | why it stays a violation |", "|---|---|---|---|"]
     unfixable += [
         f"| {short(u.asset)} | {u.tier} | {u.requirement} | {u.reason} |" for u in result.unfixable
@@ -123,6 +123,8 @@ def plan_metadata(result: Plan) -> dict[str, Any]:
     before, after = result.base.overall.percent, result.projected.overall.percent
     return {
         "batch_digest": result.digest,
+        "approval_nonce": nonce,
+        "policy": policy,
         "proposals": len(result.proposals),
         "percent_before": dg.MetadataValue.float(before),
         "percent_projected": dg.MetadataValue.float(after),
@@ -141,7 +143,8 @@ def plan_metadata(result: Plan) -> dict[str, Any]:
         "approve_with": dg.MetadataValue.md(
             f"`upstream approve --all --digest {result.digest} --reviewer NAME` or launch the "
             "`coverage_writeback_job` job "
-            f"with config `batch_digest: {result.digest}`, `approve: [all]`, `reviewer: NAME`"
+            f"with config `batch_digest: {result.digest}`, `nonce: {nonce}`, `approve: [all]`, "
+            "`reviewer: NAME` (and `proof:` from `upstream sign` when approvals are signed)"
         ),
     }
 

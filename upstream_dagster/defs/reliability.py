@@ -26,7 +26,7 @@ from upstream_dagster.defs.resources import DataHubResource, UpstreamResource, W
 from upstream_dagster.narrator import Narrator
 from upstream_dagster.reliability.remediation import Remedy
 from upstream_dagster.reliability.verdict import Verdict
-from upstream_dagster.services import investigation
+from upstream_dagster.services import approval, investigation
 from upstream_dagster.services.incident_record import make_record
 from upstream_dagster.state import records
 
@@ -153,6 +153,7 @@ def incident_verdict(
         path = records.record_path(upstream.state, v.key)
         records.write(path, record)
         receipt = scribe.raise_incident(graph, v).receipt
+    issued = approval.issue(upstream.gate, spec.policies, "fix", v.digest, upstream.pin)
     return dg.Output(
         v,
         metadata={
@@ -161,8 +162,11 @@ def incident_verdict(
             "incident": receipt.urn,
             "incident_written": receipt.written,
             "record": dg.MetadataValue.path(str(path)),
+            "approval_nonce": issued.nonce,
+            "policy": issued.trust.describe(),
             "approve": "launch incident_writeback_job for this partition with "
-            f"verdict_digest {v.digest}, or `upstream approve --incident {v.key}`",
+            f"verdict_digest {v.digest} and nonce {issued.nonce}, or "
+            f"`upstream approve --incident {v.key}`",
         },
     )
 

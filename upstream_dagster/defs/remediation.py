@@ -20,6 +20,7 @@ import dagster as dg
 from pydantic import Field
 
 from upstream_dagster import gate
+from upstream_dagster.datahub import whoami
 from upstream_dagster.defs import journal
 from upstream_dagster.defs.estate_jobs import estate_refresh_job
 from upstream_dagster.defs.reliability import incidents
@@ -28,11 +29,13 @@ from upstream_dagster.defs.resources import (
     WRITEBACK_POOL,
     WRITEBACK_TAGS,
     DataHubResource,
+    ReviewerToken,
     UpstreamResource,
+    writeback_lock,
 )
 from upstream_dagster.reliability.verdict import Verdict
+from upstream_dagster.services import approval, coverage, reviewer
 from upstream_dagster.services import incident_fix as fixes
-from upstream_dagster.services import reviewer
 from upstream_dagster.spec.urns import short
 from upstream_dagster.state import claims
 
@@ -46,6 +49,11 @@ FIX = dg.AssetKey("incident_fix")
 class IncidentApproval(dg.Config):
     verdict_digest: str = Field(description="The digest shown on the incident_verdict asset.")
     reviewer: str = Field(description="Who approves; must be listed in policies.approvers.")
+    nonce: str = Field(
+        default="",
+        description="The one-time value shown beside the verdict digest: an approval is good "
+        "for one fix.",
+    )
     proof: str = Field(
         default="",
         description="Your signature over this approval (`upstream sign`), when estate.yaml "
@@ -67,14 +75,20 @@ def incident_fix(
     config: IncidentApproval,
     incident_verdict: Verdict,
     upstream: UpstreamResource,
+    datahub: DataHubResource,
+    reviewer_token: dg.ResourceParam[ReviewerToken],
 ) -> dg.MaterializeResult[Any]:
     v = incident_verdict
     automatic = context.run.tags.get(AUTOMATIC_TAG) == "true"
-    policy = upstream.spec().policies
+    policy, store = upstream.spec().policies, upstream.gate
     request = reviewer.request(
-        policy, config.verdict_digest, config.reviewer, automatic, config.proof
-    )
-    decision = gate.decide(policy, request, fixes.subject(v))
+        policy, config.verdict_digest, config.reviewer, automatic, config.proof, config.nonce,
+        reviewer_token.value, lambda token: whoami(datahub.target(), token), context.run.tags,
+    )  # fmt: skip
+    decision = gate.decide(
+        policy, request, approval.grounds(store, policy, fixes.subject(v), config.nonce,
+                                          upstream.pin)
+    )  # fmt: skip
     if decision.verdict == "refuse":  # a refusal is an answer, not a failed run
         context.log.error(f"refused: {decision.problem}; fix: {decision.fix}")
         return dg.MaterializeResult(
@@ -90,8 +104,12 @@ def incident_fix(
         return dg.MaterializeResult(
             metadata={"result": decision.problem, "rebuild": False, "applied": "nothing"}
         )
-    claims.claim(upstream.state, fixes.claim_key(v), context.run.run_id, config.reviewer)
-    applied = fixes.apply_fix(upstream.dbt_project(), v)
+    with writeback_lock(upstream, context, f"incident fix {v.key}") as lock:
+        coverage.claim_and_spend(
+            store, lock, "fix", v.digest, config.nonce, fixes.claim_key(v), context.run_id,
+            config.reviewer,
+        )  # fmt: skip
+        applied = fixes.apply_fix(upstream.dbt_project(), v)
     context.log.info(f"owners notified: {', '.join(v.owners) or 'no owner in DataHub'}")
     return dg.MaterializeResult(
         metadata={
@@ -120,15 +138,17 @@ def incident_resolution(
     upstream: UpstreamResource,
 ) -> dg.MaterializeResult[Any]:
     v = incident_verdict
-    fixed_by = claims.claimed_by(upstream.state, fixes.claim_key(v))
+    store = upstream.gate
+    fixed_by = claims.claimed_by(store, fixes.claim_key(v))
     if not fixed_by:
         raise dg.Failure(
             f"no approved fix was applied for incident {v.key}: launch incident_writeback_job "
             "for this partition first"
         )
     immunize = upstream.spec().policies.reliability.immunize_on_resolve
-    with datahub.graph() as graph:
-        approver = claims.approver_of(upstream.state, fixes.claim_key(v))
+    lock = writeback_lock(upstream, context, f"incident resolution {v.key}")
+    with lock, datahub.graph() as graph:
+        approver = claims.approver_of(store, fixes.claim_key(v))
         done = fixes.resolve(graph, v, immunize, approver)
     entry = {
         "batch_digest": fixes.claim_key(v),

@@ -27,7 +27,9 @@ from upstream_dagster.services import observe
 from upstream_dagster.services.scoring import dial_of
 from upstream_dagster.spec.models import EstateSpec
 from upstream_dagster.spec.urns import short
-from upstream_dagster.state import claims
+from upstream_dagster.state import approvals, claims
+from upstream_dagster.state.lease import Lease
+from upstream_dagster.state.store import GateStore
 from upstream_dagster.warehouse.duckdb_warehouse import Warehouse
 
 
@@ -205,31 +207,65 @@ def write_batch(
     return BatchWrite(tuple(receipts), tuple(pre_images))
 
 
+def claim_and_spend(
+    store: GateStore, lock: Lease, kind: str, digest: str, nonce: str, claim_key: str,
+    run_id: str, reviewer: str,
+) -> None:  # fmt: skip
+    """Under the write-back lock, in one transaction: the approval's one-time value spent and
+    the batch (or fix) claimed. Of two launches with one approval, exactly one gets here."""
+    with store.tx() as tx:
+        lock.fence(tx)
+        if not approvals.spend(
+            tx, kind, digest, nonce, f"was used by run {run_id} (approved by {reviewer})"
+        ):
+            raise claims.BatchRefused(
+                f"the approval of {kind} {digest} was used or replaced while this run waited",
+                "approve again what is waiting now (`upstream queue`)",
+            )
+        claims.take(tx, claim_key, run_id, reviewer)
+
+
+def give_back(store: GateStore, kind: str, digest: str, claim_key: str, why: str) -> bool:
+    """The claim released and a fresh one-time value issued: the batch (or fix) waits for an
+    approval again; the spent value stays spent."""
+    released = claims.release(store, claim_key, why)
+    approvals.reissue(store, kind, digest)
+    return released
+
+
 def write_claimed(
     graph: MetadataGraph,
+    store: GateStore,
+    lock: Lease,
     state_dir: Path,
     digest: str,
+    nonce: str,
     run_id: str,
     reviewer: str,
     chosen: tuple[Proposal, ...],
     warehouse: Warehouse | None,
 ) -> BatchWrite:
-    """The batch written at most once: claimed first, each pre-image made durable in the
-    ledger before its write (a kill at any instant leaves every write undoable), and the claim
-    released again when nothing landed (a locked DataHub must not hold the batch)."""
-    claims.claim(state_dir, digest, run_id, reviewer)
+    """The batch written at most once, by the holder of the write-back lock: claimed with its
+    approval spent, each pre-image made durable before its write (a kill at any instant leaves
+    every write undoable, and a holder that lost the lock stops before its next write), and
+    the claim released again only when nothing landed (a locked DataHub must not hold the
+    batch; a write-back that failed part-way keeps it until `reset` undoes what it wrote)."""
+    claim_and_spend(store, lock, "batch", digest, nonce, digest, run_id, reviewer)
     seq = iter(range(1_000_000))
 
     def durable(pre: PreImage) -> None:
-        claims.record(state_dir, run_id, next(seq), digest, pre.as_json())
+        claims.record(store, state_dir, run_id, next(seq), digest, pre.as_json(), lock.fence)
 
     try:
         done = write_batch(graph, chosen, warehouse, run_id, journal=durable)
-    except BaseException:  # as before: what landed is in the ledger, for reset to undo
-        claims.release(state_dir, digest, "the write-back wrote nothing")
+    except BaseException:
+        if not claims.recorded(store, run_id):
+            give_back(
+                store, "batch", digest, digest, "the write-back failed before its first write"
+            )
         raise
-    if not done.pre_images:
-        claims.release(state_dir, digest, "the write-back wrote nothing")
+    if not done.pre_images:  # every write was refused: nothing to undo, the batch waits again
+        give_back(store, "batch", digest, digest, "the write-back wrote nothing")
     return done
 
 

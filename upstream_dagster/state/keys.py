@@ -52,8 +52,8 @@ def public_of(private: Ed25519PrivateKey) -> str:
     return base64.b64encode(raw).decode()
 
 
-def sign(path: Path, kind: str, digest: str, reviewer: str) -> str:
-    """The signature that proves ``reviewer`` approves ``kind`` ``digest``."""
+def sign_message(path: Path, message: bytes, reviewer: str) -> str:
+    """``reviewer``'s signature over ``message`` with the key at ``path``."""
     try:
         private = serialization.load_pem_private_key(path.read_bytes(), password=None)
     except FileNotFoundError:
@@ -66,4 +66,10 @@ def sign(path: Path, kind: str, digest: str, reviewer: str) -> str:
         raise UpstreamError(f"{path} is not a signing key ({exc})", "pass --key PATH") from None
     if not isinstance(private, Ed25519PrivateKey):
         raise UpstreamError(f"{path} is not an ed25519 key", "make one with `upstream keygen`")
-    return base64.b64encode(private.sign(approval_message(kind, digest, reviewer))).decode()
+    return base64.b64encode(private.sign(message)).decode()
+
+
+def sign(path: Path, kind: str, digest: str, reviewer: str, policy: str, nonce: str) -> str:
+    """The signature that proves ``reviewer`` approves ``kind`` ``digest``, planned under
+    ``policy``, with its one-time value ``nonce``."""
+    return sign_message(path, approval_message(kind, digest, reviewer, policy, nonce), reviewer)

@@ -1,0 +1,137 @@
+"""One-time approval values and the trusted policy, in the gate's store.
+
+A one-time value is issued when a batch (or an incident's verdict) is planned, under the policy
+in force; an approval names it (a signature covers it), and the write that uses it spends it, in
+the same transaction as the batch's claim. A new plan of the same thing, or a reset, spends the
+outstanding value too. A replayed signature or stored launch therefore finds its value spent,
+and the refusal says by what.
+
+The trusted policy is the root of who may approve: the first policy seen is adopted (or the one
+the deployment pins, ``UPSTREAM_POLICY_PIN``); a different policy in estate.yaml is in force only
+once an approver of the trusted one approves the change (`upstream trust`).
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from dataclasses import dataclass
+
+from upstream_dagster.state.store import GateStore, Tx
+
+PIN_ENV = "UPSTREAM_POLICY_PIN"
+
+
+@dataclass(frozen=True)
+class Outstanding:
+    nonce: str
+    policy: str  # the policy digest it was issued under
+
+
+def _spend_outstanding(tx: Tx, kind: str, digest: str, why: str) -> None:
+    tx.execute(
+        "UPDATE upstream_approvals SET spent_at = ?, spent_why = ? WHERE kind = ? AND "
+        "digest = ? AND spent_at IS NULL",
+        [time.time(), why, kind, digest],
+    )
+
+
+def issue(store: GateStore, kind: str, digest: str, policy: str, why: str = "") -> Outstanding:
+    """A new one-time value for ``kind`` ``digest`` under ``policy``; any outstanding one is
+    spent ("a new plan issued another")."""
+    nonce = secrets.token_hex(8)
+    with store.tx() as tx:
+        _spend_outstanding(tx, kind, digest, why or "was replaced when it was planned again")
+        tx.execute(
+            "INSERT INTO upstream_approvals (nonce, kind, digest, policy, issued_at) "
+            "VALUES (?, ?, ?, ?, ?)",
+            [nonce, kind, digest, policy, time.time()],
+        )
+    return Outstanding(nonce, policy)
+
+
+def reissue(store: GateStore, kind: str, digest: str) -> Outstanding | None:
+    """A fresh one-time value for something given back (undone by a reset, or a write-back
+    that wrote nothing), under the policy its last value was issued under; the old value stays
+    spent, so an approval of it cannot be replayed. None when none was ever issued."""
+    with store.read() as tx:
+        row = tx.execute(
+            "SELECT policy FROM upstream_approvals WHERE kind = ? AND digest = ? "
+            "ORDER BY issued_at DESC LIMIT 1",
+            [kind, digest],
+        )
+    if not row:
+        return None
+    return issue(store, kind, digest, str(row[0][0]), "was replaced when it was given back")
+
+
+def outstanding(store: GateStore, kind: str, digest: str) -> Outstanding | None:
+    with store.read() as tx:
+        row = tx.execute(
+            "SELECT nonce, policy FROM upstream_approvals WHERE kind = ? AND digest = ? AND "
+            "spent_at IS NULL ORDER BY issued_at DESC",
+            [kind, digest],
+        )
+    return Outstanding(str(row[0][0]), str(row[0][1])) if row else None
+
+
+def fate(store: GateStore, kind: str, digest: str, nonce: str) -> str:
+    """What became of a value that is not outstanding, for a refusal ("" if never issued)."""
+    with store.read() as tx:
+        row = tx.execute(
+            "SELECT spent_why FROM upstream_approvals WHERE kind = ? AND digest = ? AND nonce = ?",
+            [kind, digest, nonce],
+        )
+    return str(row[0][0] or "") if row else ""
+
+
+def spend(tx: Tx, kind: str, digest: str, nonce: str, why: str) -> bool:
+    """Inside the claim's transaction: spend ``nonce``; False when it was not outstanding."""
+    row = tx.execute(
+        "UPDATE upstream_approvals SET spent_at = ?, spent_why = ? WHERE kind = ? AND "
+        "digest = ? AND nonce = ? AND spent_at IS NULL RETURNING nonce",
+        [time.time(), why, kind, digest, nonce],
+    )
+    return bool(row)
+
+
+def spend_all(store: GateStore, kind: str, digest: str, why: str) -> None:
+    with store.tx() as tx:
+        _spend_outstanding(tx, kind, digest, why)
+
+
+# -- the trusted policy --------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Trusted:
+    policy: str  # its digest
+    body: str  # the policy as JSON, for showing what changed
+    how: str  # adopted on first use, pinned by the deployment, approved by NAME ...
+    adopted_at: float
+
+
+def trusted(store: GateStore) -> Trusted | None:
+    with store.read() as tx:
+        row = tx.execute(
+            "SELECT policy, body, how, adopted_at FROM upstream_trust ORDER BY seq DESC LIMIT 1"
+        )
+    return (
+        Trusted(str(row[0][0]), str(row[0][1]), str(row[0][2]), float(row[0][3])) if row else None
+    )
+
+
+def adopt(store: GateStore, policy: str, body: str, how: str, replacing: str | None) -> bool:
+    """Put ``policy`` in force, if the policy in force is still ``replacing`` (None: none is);
+    False when another change got there first."""
+    with store.tx() as tx:
+        row = tx.execute("SELECT seq, policy FROM upstream_trust ORDER BY seq DESC LIMIT 1")
+        current = str(row[0][1]) if row else None
+        if current != replacing:
+            return False
+        if current == policy:
+            return True
+        seq = int(row[0][0]) + 1 if row else 1
+        tx.execute(
+            "INSERT INTO upstream_trust VALUES (?, ?, ?, ?, ?)",
+            [seq, policy, body, how, time.time()],
+        )
+    return True
