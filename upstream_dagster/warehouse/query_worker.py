@@ -113,6 +113,7 @@ def serve(inp: IO[bytes], out: IO[bytes]) -> None:
 def main() -> None:
     limit = int(sys.argv[1])
     resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
+    signal.signal(signal.SIGALRM, signal.SIG_DFL)  # an ignored SIGALRM survives exec
     # the protocol gets its own copy of stdout; fd 1 becomes stderr, so that nothing DuckDB or
     # Python prints can land inside a frame
     out = os.fdopen(os.dup(1), "wb")
