@@ -20,6 +20,7 @@ from upstream_dagster.errors import UpstreamError
 from upstream_dagster.evaluation.faults import apply_faults, model_sql
 from upstream_dagster.evaluation.scenario import Fault, Scenario
 from upstream_dagster.settings import Settings
+from upstream_dagster.spec.loader import load_estate
 from upstream_dagster.warehouse import duckdb_warehouse as wh
 from upstream_dagster.warehouse.dbt_project import DbtProject
 
@@ -138,7 +139,10 @@ def break_estate(settings: Settings, scenario: Scenario) -> BreakReport:
     edits = _model_edits(settings, in_code)
     in_data = [f for f in scenario.faults if f not in in_code]
     seeds = _seed_files(project, in_data)
-    statements = apply_faults(settings.warehouse, in_data, clock.now())
+    budgets = load_estate(settings.estate_file).policies.reliability.budgets
+    statements = apply_faults(
+        settings.warehouse, in_data, clock.now(), budgets.query_seconds, budgets.query_memory_mb
+    )
     for path, text in edits.items():
         path.write_text(text)
         statements.append(f"-- rewrote {path.relative_to(project.project_dir)}")

@@ -9,14 +9,13 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from pathlib import Path
 
-import duckdb
-
 from upstream_dagster.errors import UpstreamError
 from upstream_dagster.evaluation.scenario import Fault
 from upstream_dagster.reliability.sqlguard import guard
+from upstream_dagster.warehouse import bounded
+from upstream_dagster.warehouse import duckdb_warehouse as wh
 from upstream_dagster.warehouse.duckdb_warehouse import (
     Columns,
-    bounded,
     connect,
     date_column,
     quote,
@@ -132,41 +131,50 @@ def model_sql(fault: Fault, cols: Columns, original: str, now: datetime) -> str:
     return f"with {FAULT_INPUT} as (\n{inner}\n)\n{body}\n"
 
 
-def apply_faults(path: Path, faults: list[Fault], now: datetime) -> list[str]:
-    """Apply every fault in one transaction: a fault that fails leaves the warehouse as it was."""
-    done: list[str] = []
-    with connect(path, read_only=False) as con:
+def apply_faults(
+    path: Path,
+    faults: list[Fault],
+    now: datetime,
+    seconds: float | None = None,
+    memory_mb: int | None = None,
+) -> list[str]:
+    """Apply every fault in one transaction: a fault that fails leaves the warehouse as it was.
+    Each statement runs bounded (`bounded.run`): within ``seconds`` and ``memory_mb``."""
+    with connect(path, read_only=True) as con:
         tables = relations(con)
         is_view = views(con)
-        con.execute("BEGIN")
-        try:
-            for fault in faults:
-                cols = tables.get(fault.table.lower())
-                if cols is None:
-                    raise UpstreamError(
-                        f"the warehouse has no relation {fault.table}",
-                        "name a relation as schema.table, e.g. one of: "
-                        + ", ".join(sorted(tables)[:8]),
-                    )
-                if fault.table.lower() in is_view:
-                    raise UpstreamError(
-                        f"{fault.table} is a view: a {fault.kind} fault cannot change its rows "
-                        "(a view reads its upstream whenever it is queried)",
-                        "fault the relation it reads, or a model built as a table",
-                    )
-                for sql in fault_sql(fault, cols, now):
-                    try:
-                        bounded(con, sql)
-                    except duckdb.Error as exc:
-                        raise UpstreamError(
-                            f"the {fault.kind} fault on {fault.table} could not run: "
-                            f"{str(exc).splitlines()[0]}",
-                            f"check its column and where against {fault.table}'s columns: "
-                            + ", ".join(c for c, _ in cols[:12]),
-                        ) from None
-                    done.append(sql)
-            con.execute("COMMIT")
-        except BaseException:
-            con.execute("ROLLBACK")
-            raise
-    return done
+    planned: list[tuple[Fault, Columns, str]] = []
+    for fault in faults:
+        cols = tables.get(fault.table.lower())
+        if cols is None:
+            raise UpstreamError(
+                f"the warehouse has no relation {fault.table}",
+                "name a relation as schema.table, e.g. one of: " + ", ".join(sorted(tables)[:8]),
+            )
+        if fault.table.lower() in is_view:
+            raise UpstreamError(
+                f"{fault.table} is a view: a {fault.kind} fault cannot change its rows "
+                "(a view reads its upstream whenever it is queried)",
+                "fault the relation it reads, or a model built as a table",
+            )
+        planned += [(fault, cols, sql) for sql in fault_sql(fault, cols, now)]
+    statements = [sql for _, _, sql in planned]
+    if not statements:
+        return []
+    try:
+        bounded.run(
+            path,
+            statements,
+            wh.QUERY_SECONDS if seconds is None else seconds,
+            wh.QUERY_MEMORY_MB if memory_mb is None else memory_mb,
+            write=True,
+        )
+    except bounded.QueryFailed as exc:
+        fault, cols, _ = planned[exc.index]
+        raise UpstreamError(
+            f"the {fault.kind} fault on {fault.table} could not run: "
+            + exc.problem.removeprefix("query failed: "),
+            f"check its column and where against {fault.table}'s columns: "
+            + ", ".join(c for c, _ in cols[:12]),
+        ) from None
+    return statements

@@ -8,7 +8,6 @@ engine behind it is configuration.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
@@ -20,6 +19,7 @@ import duckdb
 
 from upstream_dagster.errors import UpstreamError
 from upstream_dagster.reliability.sqlguard import guard
+from upstream_dagster.warehouse import bounded
 
 NUMERIC = ("DECIMAL", "INTEGER", "BIGINT", "HUGEINT", "DOUBLE", "FLOAT", "SMALLINT", "TINYINT")
 TEMPORAL = ("DATE", "TIMESTAMP")
@@ -58,40 +58,10 @@ def connect(
         con.close()
 
 
-# What one query from outside the build (a forensic probe, a fault's WHERE) may take.
+# What one query from outside the build (a forensic probe, a fault's statement) may take, unless
+# estate.yaml's policies.reliability.budgets say otherwise. `bounded` makes them bind.
 QUERY_SECONDS = 30.0
-QUERY_MEMORY = "1GB"
-
-
-def bounded(
-    con: duckdb.DuckDBPyConnection,
-    sql: str,
-    seconds: float | None = None,
-    memory_mb: int | None = None,
-) -> duckdb.DuckDBPyConnection:
-    """Run ``sql`` with a memory cap and a deadline: past it the query is interrupted and an
-    `UpstreamError` names the limit (a runaway join, an endless WITH RECURSIVE, a huge
-    ``repeat`` cannot hold the warehouse or the machine)."""
-    seconds = QUERY_SECONDS if seconds is None else seconds
-    memory = QUERY_MEMORY if memory_mb is None else f"{int(memory_mb)}MB"
-    con.execute(f"SET memory_limit = '{memory}'")
-    timer = threading.Timer(seconds, con.interrupt)
-    timer.start()
-    try:
-        return con.execute(sql)
-    except duckdb.InterruptException:
-        raise UpstreamError(
-            f"the query ran longer than {seconds:g}s and was stopped: {sql[:120]}",
-            "narrow it (fewer rows, a simpler join), or raise "
-            "policies.reliability.budgets.query_seconds",
-        ) from None
-    except duckdb.OutOfMemoryException:
-        raise UpstreamError(
-            f"the query needed more than {memory} and was stopped: {sql[:120]}",
-            "narrow it, or raise policies.reliability.budgets.query_memory_mb",
-        ) from None
-    finally:
-        timer.cancel()
+QUERY_MEMORY_MB = 1024
 
 
 def relations(con: duckdb.DuckDBPyConnection) -> dict[str, Columns]:
@@ -222,19 +192,22 @@ def forensic(
     seconds: float | None = None,
     memory_mb: int | None = None,
 ) -> tuple[str | None, list[tuple[Any, ...]], str]:
-    """(statement run or None, rows, refusal or error). Never raises on a bad query."""
+    """(statement run or None, rows, refusal or error). Never raises on a bad query. Rows cut
+    at `bounded.RESULT_ROWS` or `bounded.RESULT_BYTES` come with the reason they stop."""
     checked = guard(sql, allowed)
     if checked.refused or checked.sql is None:
         return None, [], checked.reason
     if not path.exists():  # an estate DataHub knows but this warehouse does not hold
         return None, [], f"no warehouse at {path}: the query was not run"
-    with connect(path, read_only=True) as con:
-        try:
-            return checked.sql, bounded(con, checked.sql, seconds, memory_mb).fetchall(), ""
-        except UpstreamError as exc:
-            return checked.sql, [], exc.problem
-        except duckdb.Error as exc:
-            return checked.sql, [], f"query failed: {str(exc).splitlines()[0]}"
+    seconds = QUERY_SECONDS if seconds is None else seconds
+    memory_mb = QUERY_MEMORY_MB if memory_mb is None else memory_mb
+    try:  # in a worker process: the deadline covers the fetch, the memory cap every byte
+        result = bounded.run(path, [checked.sql], seconds, memory_mb)
+    except bounded.QueryFailed as exc:
+        return checked.sql, [], exc.problem
+    except UpstreamError as exc:  # a limit: the reason names the setting that raises it
+        return checked.sql, [], f"{exc.problem} (fix: {exc.fix})"
+    return checked.sql, result.rows, result.cut
 
 
 @dataclass(frozen=True)
@@ -244,7 +217,7 @@ class Warehouse:
     path: Path
     dialect: str = "duckdb"
     query_seconds: float | None = None  # None: QUERY_SECONDS
-    query_memory_mb: int | None = None  # None: QUERY_MEMORY
+    query_memory_mb: int | None = None  # None: QUERY_MEMORY_MB
 
     def exists(self) -> bool:
         return self.path.exists()
