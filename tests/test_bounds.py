@@ -1,0 +1,50 @@
+"""Issue 25, item 7: bounds that bind. A file past a limit is refused while it is read, at the
+line where it crosses the limit; an assistant's oversized argument is refused without echoing it.
+(The webhook's total deadline is tested in test_notify.py.)"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from upstream_dagster.spec import SpecError, load_estate
+
+TIER = (
+    "  - name: t{i}\n"
+    "    match:\n"
+    '      - names: ["x{i}_*"]\n'
+    "    requirements:\n"
+    "      require_owner: true\n"
+)
+
+
+def _refused(load: Callable[[Path], object], path: Path) -> tuple[SpecError, float]:
+    started = time.perf_counter()
+    with pytest.raises(SpecError) as err:
+        load(path)
+    return err.value, time.perf_counter() - started
+
+
+def test_a_ten_thousand_tier_estate_is_refused_at_tier_501_in_well_under_a_second(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "estate.yaml"
+    path.write_text("version: 1\ntiers:\n" + "".join(TIER.format(i=i) for i in range(10_000)))
+    err, took = _refused(load_estate, path)
+    assert took < 1.0, f"refused after {took:.2f} s"
+    tier_501 = 3 + 500 * TIER.count("\n")  # the line of '- name: t500'
+    assert err.line == tier_501 and f"{path}:{tier_501}" in str(err)
+    assert "more than 500 tiers (MAX_TIERS)" in err.problem
+    assert "merge tiers" in err.fix
+
+
+def test_nesting_past_the_depth_limit_names_the_line_and_the_limit(tmp_path: Path) -> None:
+    path = tmp_path / "estate.yaml"
+    nested = "".join(f"{'  ' * i}k{i}:\n" for i in range(80)) + "  " * 80 + "x\n"
+    path.write_text("version: 1\n" + nested)
+    err, _ = _refused(load_estate, path)
+    assert "nested too deeply" in err.problem and "MAX_DEPTH" in err.problem
+    assert err.line == 52  # k50's mapping: the 51st level, counting the top as the first
