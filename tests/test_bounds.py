@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from upstream_dagster.evaluation.scenario import load_scenario
 from upstream_dagster.spec import SpecError, load_estate
 
 TIER = (
@@ -19,6 +20,8 @@ TIER = (
     "    requirements:\n"
     "      require_owner: true\n"
 )
+FAULT = "  - {{kind: drop_column, relation: shop.orders, column: c{i}}}\n"
+EXPECT = "expect:\n  root_cause: {dataset: shop.orders, column: c1}\n"
 
 
 def _refused(load: Callable[[Path], object], path: Path) -> tuple[SpecError, float]:
@@ -39,6 +42,34 @@ def test_a_ten_thousand_tier_estate_is_refused_at_tier_501_in_well_under_a_secon
     assert err.line == tier_501 and f"{path}:{tier_501}" in str(err)
     assert "more than 500 tiers (MAX_TIERS)" in err.problem
     assert "merge tiers" in err.fix
+
+
+def test_a_ten_thousand_fault_scenario_is_refused_at_fault_51_with_its_limit(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "many.yaml"
+    path.write_text("faults:\n" + "".join(FAULT.format(i=i) for i in range(10_000)) + EXPECT)
+    err, took = _refused(load_scenario, path)
+    assert took < 1.0, f"refused after {took:.2f} s"
+    assert err.line == 52 and f"{path}:52" in str(err)
+    assert "more than 50 faults (MAX_FAULTS)" in err.problem and "split it" in err.fix
+
+    again = tmp_path / "recurs.yaml"  # the recurrence's faults are held to the same limit
+    again.write_text(
+        "faults:\n"
+        + FAULT.format(i=0)
+        + EXPECT
+        + "recurrence:\n  faults:\n"
+        + "".join("  " + FAULT.format(i=i) for i in range(10_000))
+    )
+    err, _ = _refused(load_scenario, again)
+    assert "MAX_FAULTS" in err.problem and err.line == 4 + 2 + 50 + 1
+
+
+def test_a_scenario_at_the_fault_limit_still_loads(tmp_path: Path) -> None:
+    path = tmp_path / "fifty.yaml"
+    path.write_text("faults:\n" + "".join(FAULT.format(i=i) for i in range(50)) + EXPECT)
+    assert len(load_scenario(path).faults) == 50
 
 
 def test_nesting_past_the_depth_limit_names_the_line_and_the_limit(tmp_path: Path) -> None:
