@@ -4,12 +4,17 @@ line where it crosses the limit; an assistant's oversized argument is refused wi
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from mcp import Client
 
+from upstream_dagster import settings as settings_mod
+from upstream_dagster.cli.assistant import server
 from upstream_dagster.evaluation.scenario import load_scenario
 from upstream_dagster.spec import SpecError, load_estate
 
@@ -79,3 +84,27 @@ def test_nesting_past_the_depth_limit_names_the_line_and_the_limit(tmp_path: Pat
     err, _ = _refused(load_estate, path)
     assert "nested too deeply" in err.problem and "MAX_DEPTH" in err.problem
     assert err.line == 52  # k50's mapping: the 51st level, counting the top as the first
+
+
+def test_an_oversized_assistant_argument_is_refused_in_one_line_without_echoing_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setenv("UPSTREAM_STATE_DIR", str(tmp_path / "state"))
+    huge = "x" * 5_000_000
+
+    async def ask() -> dict[str, tuple[bool, str]]:
+        async with Client(server(settings_mod.load())) as client:
+            out = {}
+            for tool, args in (("incident", {"key": huge}), ("violations", {"dataset": huge})):
+                result = await client.call_tool(tool, args)
+                text = "\n".join(getattr(b, "text", "") for b in result.content)
+                out[tool] = (bool(result.is_error), text)
+            return out
+
+    with caplog.at_level(logging.DEBUG):
+        answers = asyncio.run(ask())
+    for tool, limit in (("incident", "MAX_KEY (300)"), ("violations", "MAX_DATASET (512)")):
+        is_error, text = answers[tool]
+        assert is_error and limit in text and "5000000 characters" in text, text[:300]
+        assert len(text) < 300 and "\n" not in text and "fix:" in text
+    assert max(len(r.getMessage()) for r in caplog.records) < 500
