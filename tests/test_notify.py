@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import socket
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
@@ -12,6 +14,7 @@ import dagster as dg
 import pytest
 
 from upstream_dagster.definitions import core
+from upstream_dagster.defs import notify
 from upstream_dagster.runs import dagster_instance, run_job
 from upstream_dagster.settings import Settings
 
@@ -104,3 +107,47 @@ def test_without_a_webhook_the_sensor_skips_and_says_why(estate: Settings) -> No
     ) as ctx:
         result = sensor(ctx)
     assert "no policies.notify" in str(result.skip_message)
+
+
+class Trickle:
+    """A webhook that takes the message, then answers one byte every quarter second: each read
+    gets a byte long before any per-read timeout, so only a total deadline ends the wait."""
+
+    def __init__(self) -> None:
+        self.server = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self.server.getsockname()[1]}/hook"
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        conn, _ = self.server.accept()
+        with conn:
+            conn.recv(65536)
+            answer = b"HTTP/1.1 200 OK\r\nX-Slow: " + b"a" * 40 + b"\r\n\r\n"
+            for byte in answer:  # 10 s for the whole answer, when no one hangs up first
+                try:
+                    conn.sendall(bytes([byte]))
+                except OSError:
+                    return
+                time.sleep(0.25)
+
+
+def test_a_webhook_that_trickles_its_answer_fails_the_send_at_the_deadline(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(notify, "SEND_SECONDS", 1.0)
+    slow = Trickle()
+    started = time.monotonic()
+    why = notify.send(slow.url, "a batch waits")
+    took = time.monotonic() - started
+    slow.server.close()
+    assert took < 1.0 + 0.5, f"the send took {took:.1f} s"
+    assert why == "the webhook did not answer within 1 s"
+
+
+def test_a_send_posts_slacks_shape_and_reports_the_status(hook: Hook) -> None:
+    assert notify.send(hook.url, "a batch waits") is None
+    assert hook.posts == [{"text": "a batch waits"}]
+    hook.status = 500
+    assert notify.send(hook.url, "again") == "HTTP 500: no"
+    assert "ConnectionRefusedError" in str(notify.send("http://127.0.0.1:9/hook", "x"))
+    assert "not an http(s) URL" in str(notify.send("ftp://example.com/hook", "x"))

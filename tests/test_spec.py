@@ -184,8 +184,8 @@ LAUGHS = "a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
                 "    requirements: {require_owner: true}\n"
                 for i in range(600)
             ),
-            "tiers",
-            "change the value",
+            "more than 500 tiers (MAX_TIERS)",
+            "merge tiers",
         ),
     ],
     ids=[

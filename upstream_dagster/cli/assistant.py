@@ -36,6 +36,22 @@ def _named() -> Iterator[None]:
         raise ToolError(f"{exc.problem}; fix: {exc.fix}") from None
 
 
+MAX_DATASET = 512  # characters of a `dataset` argument: a schema.table or a DataHub URN
+MAX_KEY = 300  # characters of an incident `key`: dataset, check, time and assertion id
+_SHOWN = 40  # of an argument refused for its length: its start, never the whole of it
+
+
+def _bounded(argument: str, value: str, most: int, limit: str, fix: str) -> str:
+    """``value`` when it is at most ``most`` characters; else a one-line refusal that names
+    the limit and shows only its start (the error is logged, and read by the assistant)."""
+    if len(value) > most:
+        raise ToolError(
+            f"{argument} is {len(value)} characters, more than {limit} ({most}): "
+            f"{value[:_SHOWN]!r}...; fix: {fix}"
+        )
+    return value
+
+
 READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True)
 
 
@@ -58,6 +74,9 @@ def server(settings: Settings) -> MCPServer:
     def violations(dataset: str) -> str:
         """A dataset's failing requirements, why each fails, and its risk arithmetic.
         ``dataset``: its name as schema.table, or a DataHub URN."""
+        _bounded(
+            "dataset", dataset, MAX_DATASET, "MAX_DATASET", "pass schema.table or the dataset's URN"
+        )
         with _named(), connected(settings) as graph:
             spec = load_estate(settings.estate_file)
             ctx = read_context(graph, clock.now_ms())
@@ -94,6 +113,7 @@ def server(settings: Settings) -> MCPServer:
     @app.tool(annotations=READ_ONLY)
     def incident(key: str) -> str:
         """An incident's root-cause analysis: cause, confidence, evidence, patch."""
+        _bounded("key", key, MAX_KEY, "MAX_KEY", "pass a key the incidents tool lists")
         found = journal.verdict(runs.dagster_instance(settings), key)
         if found is None:
             raise ToolError(f"no investigation of {key!r}; list them with the incidents tool")

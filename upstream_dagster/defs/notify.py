@@ -2,24 +2,31 @@
 
 What waits: the coverage batch (until someone writes it), an incident's fix (until approved),
 an investigation that abstained (until a person settles the probe it names). The `nudge`
-sensor sends each item once, in Slack's incoming-webhook shape (Slack's own SDK), with what
+sensor sends each item once, in Slack's incoming-webhook shape (``{"text": ...}``), with what
 waits, its price or confidence, and the command or launchpad link to act. A send that fails is
 logged and tried again on the next ticks, up to ``notify.attempts``; it never blocks a run.
+A send is bounded in total time (SEND_SECONDS, however slowly the webhook answers) and a tick
+in the time all its sends take (TICK_SECONDS): a slow webhook never holds the daemon.
 """
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
+import time
 from dataclasses import dataclass
 
 import dagster as dg
-from slack_sdk.webhook import WebhookClient
 
 from upstream_dagster.defs import journal
 from upstream_dagster.defs.resources import UpstreamResource
+from upstream_dagster.defs.webhook import Late, post_json
 from upstream_dagster.spec.models import Notify
 from upstream_dagster.state import claims
+
+SEND_SECONDS = 15.0  # connect, send and the whole answer of one nudge
+TICK_SECONDS = 45.0  # a send starts only if its whole SEND_SECONDS fits in the tick's budget
 
 
 @dataclass(frozen=True)
@@ -71,12 +78,15 @@ def waiting(instance: dg.DagsterInstance, upstream: UpstreamResource, ui: str) -
 
 
 def send(url: str, text: str) -> str | None:
-    """Post one message; None when it was delivered, else why not."""
+    """Post one message within SEND_SECONDS; None when it was delivered, else why not (a retry
+    on a later tick, never a crash)."""
     try:
-        response = WebhookClient(url, timeout=10).send(text=text)
-    except Exception as exc:  # noqa: BLE001 - any network failure is a retry, never a crash
+        status, body = post_json(url, {"text": text}, SEND_SECONDS)
+    except Late as exc:
+        return str(exc)
+    except (OSError, http.client.HTTPException, ValueError) as exc:
         return f"{type(exc).__name__}: {exc}"
-    return None if response.status_code == 200 else f"HTTP {response.status_code}: {response.body}"
+    return None if status == 200 else f"HTTP {status}: {body[:200]}"
 
 
 @dg.sensor(
@@ -96,9 +106,13 @@ def nudge(context: dg.SensorEvaluationContext, upstream: UpstreamResource) -> dg
     state = json.loads(context.cursor or "{}")
     sent: list[str] = state.get("sent", [])
     tries: dict[str, int] = state.get("tries", {})
-    done, failed = [], []
+    done, failed, later = [], [], 0
+    ends = time.monotonic() + TICK_SECONDS
     for item in waiting(context.instance, upstream, notify.ui_url.rstrip("/")):
         if item.key in sent or tries.get(item.key, 0) >= notify.attempts:
+            continue
+        if time.monotonic() + SEND_SECONDS > ends:
+            later += 1  # not tried, so not counted: the next tick sends it
             continue
         why = send(url, item.text)
         if why is None:
@@ -113,7 +127,15 @@ def nudge(context: dg.SensorEvaluationContext, upstream: UpstreamResource) -> dg
                 + ("; giving up on it" if given_up else "; trying again next tick")
             )
     context.update_cursor(json.dumps({"sent": sent[-500:], "tries": tries}))
-    return dg.SkipReason(f"sent {len(done)} nudge(s), {len(failed)} failed")
+    if later:
+        context.log.warning(
+            f"{later} nudge(s) left for the next tick: this tick's {TICK_SECONDS:g} s for "
+            "sending is spent (is the webhook slow?)"
+        )
+    return dg.SkipReason(
+        f"sent {len(done)} nudge(s), {len(failed)} failed"
+        + (f", {later} left for the next tick" if later else "")
+    )
 
 
 defs = dg.Definitions(sensors=[nudge])

@@ -16,7 +16,7 @@ from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 
 from upstream_dagster.errors import UpstreamError
-from upstream_dagster.spec.loader import read_yaml
+from upstream_dagster.spec.reading import Limit, read_yaml
 
 FaultKind = Literal[
     "rename_column",
@@ -32,6 +32,12 @@ FaultKind = Literal[
 ]
 _NEEDS_COLUMN = {"rename_column", "drop_column", "null_column", "change_type", "zero_values"}
 _NEEDS_COLUMN |= {"scale_values"}
+MAX_FAULTS = 50  # per occurrence: a scenario breaks a few things at once, never thousands
+_TOO_MANY = "a scenario breaks a few things at once: split it into several scenario files"
+SCENARIO_LIMITS = tuple(
+    Limit(at, MAX_FAULTS, "MAX_FAULTS", "faults", _TOO_MANY)
+    for at in (("faults",), ("recurrence", "faults"))
+)
 
 
 def sql_type(text: str) -> str:
@@ -140,7 +146,7 @@ class Trigger(_Strict):
 class Occurrence(_Strict):
     """A later occurrence: what is left out is the first occurrence's."""
 
-    faults: list[Fault] | None = None
+    faults: list[Fault] | None = Field(default=None, max_length=MAX_FAULTS)
     flaky: list[str] | None = None
     trigger: Trigger | None = None
     expect: Expect | None = None
@@ -149,7 +155,7 @@ class Occurrence(_Strict):
 class Scenario(_Strict):
     name: str
     description: str = ""
-    faults: list[Fault] = Field(default_factory=list)
+    faults: list[Fault] = Field(default_factory=list, max_length=MAX_FAULTS)
     flaky: list[str] = Field(
         default_factory=list,
         description="monitor names whose next check reports a failure with no data change",
@@ -201,7 +207,8 @@ class Scenario(_Strict):
 def load_scenario(path: Path) -> Scenario:
     if not path.exists():
         raise UpstreamError(f"scenario {path} does not exist", "pass a file from scenarios/")
-    data, _ = read_yaml(path)  # a regular UTF-8 file, no bombs: errors name the problem
+    # a regular UTF-8 file, no bombs, at most MAX_FAULTS faults, counted while it is read
+    data, _ = read_yaml(path, SCENARIO_LIMITS)
     if data is not None and not isinstance(data, dict):
         raise UpstreamError(f"{path} holds no mapping", "see scenarios/README.md for the shape")
     try:
