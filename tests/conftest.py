@@ -136,3 +136,17 @@ def postgres() -> Iterator[int]:
 
 def postgres_url(port: int) -> str:
     return f"postgresql://dagster@127.0.0.1:{port}/dagster"
+
+
+def fresh_database(port: int) -> str:
+    """A new, empty database on the test's PostgreSQL server: its name."""
+    import time
+
+    import psycopg2  # type: ignore[import-untyped]
+
+    name = f"t_{os.getpid()}_{time.monotonic_ns()}"
+    admin = psycopg2.connect(postgres_url(port))
+    admin.autocommit = True
+    admin.cursor().execute(f"CREATE DATABASE {name}")
+    admin.close()
+    return name

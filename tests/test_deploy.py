@@ -14,6 +14,8 @@ from typing import Any
 import pytest
 import yaml
 
+from .conftest import fresh_database
+
 ROOT = Path(__file__).resolve().parent.parent
 DEPLOY = ROOT / "docs" / "deploy" / "dagster.yaml"
 PG_ENV = {
@@ -91,28 +93,56 @@ def test_writeback_assets_and_jobs_carry_the_limits_the_deployment_enforces() ->
     assert WRITEBACK_POOL == "datahub_writeback"
 
 
+def pg_home(
+    postgres: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, home: Path | None = None
+) -> Path:
+    """A DAGSTER_HOME with the deployment's dagster.yaml on a new database of the test's
+    PostgreSQL (no Kubernetes here: runs execute in local processes)."""
+    for key, value in PG_ENV.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.setenv("DAGSTER_PG_DB", fresh_database(postgres))
+    config = yaml.safe_load(DEPLOY.read_text())
+    config["storage"]["postgres"]["postgres_db"]["port"] = postgres
+    del config["run_launcher"]
+    home = home or tmp_path / "dagster_home"
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "dagster.yaml").write_text(yaml.safe_dump(config))
+    return home
+
+
+def race(log: Path, workers: int, runs_each: int, hold: float) -> list[tuple[float, float]]:
+    """Write-back stand-ins launched together from ``workers`` processes on the instance in
+    DAGSTER_HOME; the (start, end) of every hold of Upstream's write-back lock, in order."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "tests.deploy_jobs", str(log), str(runs_each), str(hold)],
+            cwd=ROOT,
+            env=env,
+        )  # fmt: skip
+        for _ in range(workers)
+    ]
+    assert [p.wait(timeout=600) for p in procs] == [0] * workers
+    return sorted(
+        (float(line.split()[1]), float(line.split()[2]))
+        for line in log.read_text().splitlines()
+        if line
+    )
+
+
 @pytest.mark.slow
 def test_postgres_instance_holds_write_backs_to_one_at_a_time(
     postgres: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Two write-back runs started together in two processes, on the deployment's PostgreSQL
-    storage: the second waits for the first's pool slot; both runs are in PostgreSQL."""
+    """Write-back runs started together from four processes, on the deployment's PostgreSQL
+    storage: Upstream's lock, in the gate tables of that same database, holds them to one at a
+    time (Dagster's one-slot pool alone let two overlap, about 1 run in 10)."""
     import dagster as dg
 
-    for key, value in PG_ENV.items():
-        monkeypatch.setenv(key, value)
-    config = yaml.safe_load(DEPLOY.read_text())
-    config["storage"]["postgres"]["postgres_db"]["port"] = postgres
-    del config["run_launcher"]  # no Kubernetes here: runs execute in local processes
-    home = tmp_path / "dagster_home"
-    home.mkdir()
-    (home / "dagster.yaml").write_text(yaml.safe_dump(config))
+    home = pg_home(postgres, tmp_path, monkeypatch)
     monkeypatch.setenv("DAGSTER_HOME", str(home))
     instance = dg.DagsterInstance.get()
     assert type(instance.run_storage).__name__ == "PostgresRunStorage"
-
-    # the deployment's one-time step (docs/deploy/dagster.yaml): the pool exists before two
-    # write-backs can race to create it (on PostgreSQL the loser fails on a unique key)
     from upstream_dagster.defs.resources import WRITEBACK_POOL
 
     subprocess.run(
@@ -120,22 +150,12 @@ def test_postgres_instance_holds_write_backs_to_one_at_a_time(
          WRITEBACK_POOL, "1"],
         check=True, cwd=ROOT, capture_output=True, timeout=120,
     )  # fmt: skip
-    log = tmp_path / "held.log"
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    workers = [
-        subprocess.Popen([sys.executable, "-m", "tests.deploy_jobs", str(log)], cwd=ROOT, env=env)
-        for _ in range(2)
-    ]
-    assert [w.wait(timeout=240) for w in workers] == [0, 0]
-
-    held = sorted(
-        tuple(float(x) for x in line.split()[1:]) for line in log.read_text().split("\n") if line
-    )
-    assert len(held) == 2
-    (first_start, first_end), (second_start, _) = held
-    assert second_start >= first_end, f"the two write-backs overlapped: {held}"
+    held = race(tmp_path / "held.log", workers=4, runs_each=2, hold=0.5)
+    assert len(held) == 8
+    overlaps = [(a, b) for a, b in zip(held, held[1:], strict=False) if b[0] < a[1]]
+    assert not overlaps, f"two write-backs overlapped: {overlaps}"
     runs = instance.get_run_records(dg.RunsFilter(job_name="writeback_standin"))
-    assert len(runs) == 2 and all(r.dagster_run.tags.get("upstream/writeback") for r in runs)
+    assert len(runs) == 8 and all(r.dagster_run.tags.get("upstream/writeback") for r in runs)
     assert all(r.dagster_run.status == dg.DagsterRunStatus.SUCCESS for r in runs)
 
 
@@ -196,3 +216,66 @@ def test_the_asset_graph_reads_as_a_dagster_user_expects(shared_estate: object) 
     assert graph.get(dg.AssetKey("datahub")).is_observable
     shown = defs.resources["datahub"].get_resource_definition().config_schema.default_value
     assert "gms_token" not in shown and shown.get("token_env") == "DATAHUB_GMS_TOKEN"
+
+
+@pytest.mark.slow
+def test_a_write_back_killed_on_postgres_is_undone_by_reset_from_another_process(
+    estate: object, postgres: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The demo estate with its Dagster instance (and so its gate store) on PostgreSQL: an
+    approval killed with kill -9 part-way through its writes, then `upstream reset` from another
+    process brings DataHub Lite back byte-identical, from the ledger in PostgreSQL."""
+    import re
+    import signal
+    import time
+
+    import psycopg2  # type: ignore[import-untyped]
+
+    from upstream_dagster.settings import load
+
+    from .test_coverage import graph_digest
+
+    settings = load()
+    pg_home(postgres, tmp_path, monkeypatch, home=settings.dagster_home)
+    url = f"postgresql://dagster@127.0.0.1:{postgres}/{os.environ['DAGSTER_PG_DB']}"
+
+    def cli(*args: str) -> str:
+        done = subprocess.run(
+            [sys.executable, "-m", "upstream_dagster.cli", *args],
+            cwd=ROOT, env=dict(os.environ), capture_output=True, text=True, timeout=600,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr[-2000:]
+        return done.stdout
+
+    def ledger_rows() -> int:
+        con = psycopg2.connect(url)
+        try:
+            cur = con.cursor()
+            cur.execute("SELECT to_regclass('upstream_ledger')")
+            if cur.fetchone()[0] is None:
+                return 0
+            cur.execute("SELECT count(*) FROM upstream_ledger")
+            return int(cur.fetchone()[0])
+        finally:
+            con.close()
+
+    before = graph_digest(settings)
+    digest = re.search(r"^batch (\w+):", cli("plan"), re.M)
+    assert digest
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "upstream_dagster.cli", "approve", "--all", "--digest", digest[1],
+         "--reviewer", "alice", "--yes"],
+        cwd=ROOT, env=dict(os.environ), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    deadline = time.monotonic() + 300
+    while ledger_rows() < 5 and proc.poll() is None:
+        assert time.monotonic() < deadline, "the write-back never started writing"
+        time.sleep(0.02)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert graph_digest(settings) != before  # it wrote part of the batch
+    # the gate's state was in PostgreSQL, not the state folder
+    assert not (settings.state_dir / "gate.sqlite").exists()
+    said = cli("reset", "--yes")
+    assert "restored" in said
+    assert graph_digest(settings) == before

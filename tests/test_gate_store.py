@@ -24,7 +24,7 @@ from upstream_dagster.spec.models import Policies
 from upstream_dagster.state import approvals, claims, keys, lease, ledger_files
 from upstream_dagster.state.store import GateStore
 
-from .conftest import postgres_url
+from .conftest import fresh_database
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
@@ -33,16 +33,8 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[GateStore]
     if request.param == "sqlite":
         yield GateStore.local(tmp_path)
         return
-    import psycopg2  # type: ignore[import-untyped]
-
     port = request.getfixturevalue("postgres")
-    name = f"gate_{os.getpid()}_{time.monotonic_ns()}"
-    admin = psycopg2.connect(postgres_url(port))
-    admin.autocommit = True
-    admin.cursor().execute(f"CREATE DATABASE {name}")
-    yield GateStore(f"postgresql://dagster@127.0.0.1:{port}/{name}")
-    admin.cursor().execute(f"DROP DATABASE {name} WITH (FORCE)")
-    admin.close()
+    yield GateStore(f"postgresql://dagster@127.0.0.1:{port}/{fresh_database(port)}")
 
 
 def test_a_batch_is_claimed_once_and_its_approval_spent_once(store: GateStore) -> None:

@@ -8,6 +8,6 @@ import warnings
 warnings.filterwarnings("ignore", message=r"sqlglot\[rs\] is deprecated")
 
 from upstream_dagster.cli import coverage, estate, evaluate, incidents  # noqa: E402
-from upstream_dagster.cli.app import app  # noqa: E402
+from upstream_dagster.cli.app import app, main  # noqa: E402
 
-__all__ = ["app", "coverage", "estate", "evaluate", "incidents"]
+__all__ = ["app", "coverage", "estate", "evaluate", "incidents", "main"]

@@ -1,3 +1,3 @@
-from upstream_dagster.cli import app
+from upstream_dagster.cli import main
 
-app()
+main()

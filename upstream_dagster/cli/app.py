@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import importlib.util
 import sys
 from collections.abc import Callable, Iterator
@@ -11,6 +12,7 @@ from typing import NoReturn, TypeVar
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from upstream_dagster import settings as settings_mod
 from upstream_dagster.clock import CLOCK_ENV, ClockError
@@ -59,7 +61,10 @@ def running(what: str) -> Iterator[None]:
 
 
 def fail(exc: UpstreamError) -> NoReturn:
-    err.print(f"[bold red]error:[/] {exc.problem}\n  [bold]fix:[/] {exc.fix}")
+    err.print(
+        f"[bold red]error:[/] {escape(exc.problem)}\n  [bold]fix:[/] {escape(exc.fix)}",
+        highlight=False,
+    )
     raise typer.Exit(1)
 
 
@@ -85,3 +90,66 @@ def print_summary(settings: settings_mod.Settings) -> None:
     out.print(f"[bold]DataHub ({target.backend}: {target.where}) now holds:[/]")
     for line in summary.lines():
         out.print("  " + line)
+
+
+_FULL = ("database or disk is full", "disk i/o error", "no space left on device", "disk quota")
+_CORRUPT = ("file is not a database", "database disk image is malformed")
+
+
+def _chain(exc: BaseException) -> list[BaseException]:
+    """``exc`` and every exception behind it (causes, contexts, and what Dagster wrapped)."""
+    seen: list[BaseException] = []
+    stack: list[BaseException | None] = [exc]
+    while stack:
+        found = stack.pop()
+        if found is None or any(found is s for s in seen):
+            continue
+        seen.append(found)
+        wrapped = getattr(found, "original_exc_info", None) or (None, None, None)
+        stack += [found.__cause__, found.__context__, getattr(found, "user_exception", None)]
+        stack.append(wrapped[1] if isinstance(wrapped[1], BaseException) else None)
+    return seen
+
+
+def machine_failure(exc: BaseException, state_dir: str) -> UpstreamError | None:
+    """What the machine did (a full disk, a corrupt file), as one line with the fix; None when
+    ``exc`` is something else (a bug, which keeps its traceback)."""
+    for found in _chain(exc):
+        if isinstance(found, UpstreamError):
+            return found
+        text = str(found).lower()
+        if (isinstance(found, OSError) and found.errno in (errno.ENOSPC, errno.EDQUOT)) or any(
+            t in text for t in _FULL
+        ):
+            return UpstreamError(
+                f"the disk that holds the state folder {state_dir} is full (or failing): "
+                f"{str(found).splitlines()[0]}",
+                "free space there, then run the command again; a write-back it stopped is "
+                "undone by `upstream reset --yes` (every pre-image was journaled before its "
+                "write)",
+            )
+        if any(t in text for t in _CORRUPT):
+            return UpstreamError(
+                f"a database in the state folder {state_dir} is corrupt: "
+                f"{str(found).splitlines()[0]}",
+                "if the gate's store is named above, move it aside; if it is Dagster's run "
+                f"storage, move {state_dir}/dagster_home aside (the run history is lost, "
+                "DataHub and the write-back ledger are not)",
+            )
+    return None
+
+
+def main() -> None:
+    """The `upstream` command: a failure of the machine (a full disk, a corrupt file) is one
+    line with the fix, never a traceback; a bug keeps its traceback."""
+    try:
+        app()
+    except Exception as exc:  # noqa: BLE001 - the command line's boundary; unknown re-raised
+        known = machine_failure(exc, str(settings_mod.load().state_dir))
+        if known is None:
+            raise
+        err.print(
+            f"[bold red]error:[/] {escape(known.problem)}\n  [bold]fix:[/] {escape(known.fix)}",
+            highlight=False,
+        )
+        sys.exit(1)

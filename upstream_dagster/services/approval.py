@@ -10,7 +10,6 @@ approver of the policy it replaces, proven the way that policy asks (`upstream t
 from __future__ import annotations
 
 import json
-import time
 from dataclasses import dataclass, replace
 
 from upstream_dagster import gate
@@ -33,8 +32,7 @@ class TrustState:
 
     def describe(self) -> str:
         if self.ok and self.in_force is not None:
-            when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(self.in_force.adopted_at))
-            return f"policy {self.policy} (in force: {self.in_force.how}, {when})"
+            return f"policy {self.policy} (in force: {self.in_force.how})"
         return f"policy {self.policy}, NOT in force: {self.problem}"
 
 

@@ -177,12 +177,17 @@ class GateStore:
         return con
 
 
-_made: set[str] = set()  # stores whose tables this process has already made
+_made: set[str] = set()  # PostgreSQL stores whose tables this process has already made
 
 
 def _ready(store: GateStore, con: Any) -> None:
-    """The tables exist (made once per process; concurrent makers are serialized)."""
-    if store.url in _made:
+    """The tables exist (made once per process, or once per file: a file moved aside and made
+    anew has none; concurrent makers are serialized)."""
+    if store.postgres and store.url in _made:
+        return
+    if not store.postgres and con.execute(
+        "SELECT 1 FROM sqlite_master WHERE name = 'upstream_lock'"
+    ).fetchone():
         return
     if store.postgres:
         cur = con.cursor()
