@@ -4,18 +4,13 @@ the real parts) and each test that changes it gets a file copy of the state fold
 from __future__ import annotations
 
 import os
-import pwd
 import shutil
-import subprocess
 from collections.abc import Iterator
-from glob import glob
 from pathlib import Path
 
 import pytest
 
 from upstream_dagster import settings as settings_mod
-
-from .servers import free_port
 
 PINNED_CLOCK = "2026-11-29T06:00:00Z"
 ROOT = Path(__file__).resolve().parent.parent
@@ -91,62 +86,26 @@ def shared_estate(built_estate: Path, monkeypatch: pytest.MonkeyPatch) -> settin
     return settings_mod.load()
 
 
-def _pg_bin() -> Path:
-    found = sorted(glob("/usr/lib/postgresql/*/bin/initdb"))
-    if not found:
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[int]:
+    """A throwaway PostgreSQL cluster on 127.0.0.1 for the session (Debian's postgresql)."""
+    from upstream_dagster.evaluation.bench import pg
+
+    if pg.bin_dir() is None:
         raise AssertionError(
             "PostgreSQL's server is missing: `.ci/run` installs Debian's postgresql package"
         )
-    return Path(found[-1]).parent
-
-
-@pytest.fixture(scope="session")
-def postgres() -> Iterator[int]:
-    """A throwaway PostgreSQL cluster on 127.0.0.1 (as the `postgres` user when run as root)."""
-    import tempfile
-
-    bin_dir = _pg_bin()
-    # not under pytest's folders, which only root may enter
-    data = Path(tempfile.mkdtemp(prefix="upstream-pg-")) / "data"
-    data.mkdir()
-    as_user: list[str] = []
-    if os.geteuid() == 0:  # PostgreSQL refuses to run as root
-        user = pwd.getpwnam("postgres")
-        for path in (data.parent, data):
-            os.chown(path, user.pw_uid, user.pw_gid)
-        as_user = ["runuser", "-u", "postgres", "--"]
-    port = free_port()
-
-    def run(*cmd: str) -> None:
-        subprocess.run([*as_user, *cmd], check=True, capture_output=True, timeout=120)
-
-    run(str(bin_dir / "initdb"), "-D", str(data), "-U", "dagster", "-A", "trust")
-    run(
-        str(bin_dir / "pg_ctl"), "-D", str(data), "-l", str(data / "server.log"), "-w",
-        "-o", f"-h 127.0.0.1 -p {port} -k {data}", "start",
-    )  # fmt: skip
-    try:
-        run(str(bin_dir / "createdb"), "-h", "127.0.0.1", "-p", str(port), "-U", "dagster",
-            "dagster")  # fmt: skip
+    with pg.server() as port:
         yield port
-    finally:
-        run(str(bin_dir / "pg_ctl"), "-D", str(data), "-m", "fast", "stop")
-        shutil.rmtree(data.parent, ignore_errors=True)
 
 
 def postgres_url(port: int) -> str:
-    return f"postgresql://dagster@127.0.0.1:{port}/dagster"
+    from upstream_dagster.evaluation.bench import pg
+
+    return pg.url(port)
 
 
 def fresh_database(port: int) -> str:
-    """A new, empty database on the test's PostgreSQL server: its name."""
-    import time
+    from upstream_dagster.evaluation.bench import pg
 
-    import psycopg2  # type: ignore[import-untyped]
-
-    name = f"t_{os.getpid()}_{time.monotonic_ns()}"
-    admin = psycopg2.connect(postgres_url(port))
-    admin.autocommit = True
-    admin.cursor().execute(f"CREATE DATABASE {name}")
-    admin.close()
-    return name
+    return pg.fresh_database(port)

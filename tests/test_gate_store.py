@@ -6,7 +6,6 @@ behave the same on both, across threads, processes and a holder that dies."""
 from __future__ import annotations
 
 import multiprocessing
-import os
 import signal
 import socket
 import sqlite3
@@ -19,6 +18,7 @@ import pytest
 
 from upstream_dagster import gate
 from upstream_dagster.errors import UpstreamError
+from upstream_dagster.evaluation.bench import contend
 from upstream_dagster.services import approval
 from upstream_dagster.spec.models import Policies
 from upstream_dagster.state import approvals, claims, keys, lease, ledger_files
@@ -61,20 +61,6 @@ def test_a_batch_is_claimed_once_and_its_approval_spent_once(store: GateStore) -
     assert approvals.outstanding(store, "batch", "d1") == newer
 
 
-def _hold_and_log(url: str, log: str, tries: int, seed: int) -> None:
-    """A write-back stand-in: take the lock, note when it held it, give it back."""
-    import random
-
-    store, rng = GateStore(url), random.Random(seed)
-    for n in range(tries):
-        with lease.held(store, f"run-{seed}-{n}", "stand-in", wait=120):
-            start = time.time()
-            time.sleep(rng.uniform(0, 0.01))
-            end = time.time()
-        with open(log, "a") as handle:
-            handle.write(f"{start} {end}\n")
-
-
 def test_many_processes_taking_the_write_back_lock_never_overlap(
     store: GateStore, tmp_path: Path
 ) -> None:
@@ -82,7 +68,7 @@ def test_many_processes_taking_the_write_back_lock_never_overlap(
     log = tmp_path / "held.log"
     spawn = multiprocessing.get_context("spawn")
     procs = [
-        spawn.Process(target=_hold_and_log, args=(store.url, str(log), 50, seed))
+        spawn.Process(target=contend.race, args=(store.url, str(log), 50, seed))
         for seed in range(4)
     ]
     for proc in procs:
@@ -96,13 +82,10 @@ def test_many_processes_taking_the_write_back_lock_never_overlap(
     assert not overlaps, overlaps[:3]
 
 
-def _take_and_die(url: str) -> None:
-    lease.acquire(GateStore(url), "doomed", "killed mid-write")
-    os.kill(os.getpid(), signal.SIGKILL)
-
-
 def test_a_holder_that_died_on_this_host_is_replaced_at_once(store: GateStore) -> None:
-    proc = multiprocessing.get_context("spawn").Process(target=_take_and_die, args=(store.url,))
+    proc = multiprocessing.get_context("spawn").Process(
+        target=contend.hold_and_die, args=(store.url,)
+    )
     proc.start()
     proc.join(60)
     assert proc.exitcode == -signal.SIGKILL

@@ -110,7 +110,8 @@ def grounds(
     the policy it was issued under, what became of the value the launch carries, and whether
     estate.yaml's policy is in force."""
     trust = trust_state(store, policies, pin)
-    held = approvals.outstanding(store, subject.kind, subject.digest)
+    key = (subject.kind, subject.digest)
+    held = approvals.outstanding(store, *key)
     note = ""
     if nonce and (held is None or held.nonce != nonce):
         note = approvals.fate(store, subject.kind, subject.digest, nonce)
@@ -118,7 +119,7 @@ def grounds(
         subject,
         nonce=held.nonce if held else "",
         nonce_note=note,
-        planned_policy=held.policy if held else "",
+        planned_policy=held.policy if held else approvals.planned_under(store, *key),
         untrusted=trust.problem,
         untrusted_fix=trust.fix,
     )

@@ -54,15 +54,21 @@ def reissue(store: GateStore, kind: str, digest: str) -> Outstanding | None:
     """A fresh one-time value for something given back (undone by a reset, or a write-back
     that wrote nothing), under the policy its last value was issued under; the old value stays
     spent, so an approval of it cannot be replayed. None when none was ever issued."""
+    policy = planned_under(store, kind, digest)
+    if not policy:
+        return None
+    return issue(store, kind, digest, policy, "was replaced when it was given back")
+
+
+def planned_under(store: GateStore, kind: str, digest: str) -> str:
+    """The policy the latest value for ``kind`` ``digest`` was issued under ("" if none was)."""
     with store.read() as tx:
         row = tx.execute(
             "SELECT policy FROM upstream_approvals WHERE kind = ? AND digest = ? "
             "ORDER BY issued_at DESC LIMIT 1",
             [kind, digest],
         )
-    if not row:
-        return None
-    return issue(store, kind, digest, str(row[0][0]), "was replaced when it was given back")
+    return str(row[0][0]) if row else ""
 
 
 def outstanding(store: GateStore, kind: str, digest: str) -> Outstanding | None:

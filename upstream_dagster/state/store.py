@@ -149,6 +149,8 @@ class GateStore:
         except sqlite3.DatabaseError as exc:
             if "not a database" in str(exc) or "malformed" in str(exc):
                 raise corrupt(self.where, exc) from None
+            if "disk is full" in str(exc) or "disk I/O error" in str(exc):
+                raise full(self.where, OSError(errno.ENOSPC, str(exc))) from None
             raise
         except OSError as exc:
             if exc.errno == errno.ENOSPC:
@@ -185,9 +187,10 @@ def _ready(store: GateStore, con: Any) -> None:
     anew has none; concurrent makers are serialized)."""
     if store.postgres and store.url in _made:
         return
-    if not store.postgres and con.execute(
-        "SELECT 1 FROM sqlite_master WHERE name = 'upstream_lock'"
-    ).fetchone():
+    if (
+        not store.postgres
+        and con.execute("SELECT 1 FROM sqlite_master WHERE name = 'upstream_lock'").fetchone()
+    ):
         return
     if store.postgres:
         cur = con.cursor()

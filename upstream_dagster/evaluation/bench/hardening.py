@@ -10,7 +10,9 @@ seeded generator (the tests drive the same generators with hypothesis):
   digest, a stranger, or a forged proof;
 - launchpad configs of the two write-backs (Dagster's validation against the config classes the
   launchpad shows: a missing field, a wrong type, an unknown field, a token pasted in);
-- environment values (the clock, the state folder, the DataHub address).
+- environment values (the clock, the state folder, the DataHub address);
+- the gate attacked (`gate_attacks`): launch-time configuration, replayed approvals, edits of
+  the trust root, concurrent write-backs on PostgreSQL, failures of the machine.
 
 Each try ends as one of: a clean error (an `UpstreamError` with a fix, or a config validation
 error naming the field), accepted (the input was fine), wrongly accepted (a must-refuse input
@@ -41,7 +43,7 @@ from upstream_dagster import settings as settings_mod
 from upstream_dagster.clock import ClockError
 from upstream_dagster.datahub import open_graph
 from upstream_dagster.errors import UpstreamError
-from upstream_dagster.evaluation.bench import launchpad
+from upstream_dagster.evaluation.bench import gate_attacks, launchpad
 from upstream_dagster.evaluation.scenario import load_scenario
 from upstream_dagster.settings import PROJECT_ROOT
 from upstream_dagster.spec.loader import load_estate
@@ -274,7 +276,7 @@ def _checksum(path: Path) -> str:
     return hashlib.sha256(repr((rows, sorted(tables))).encode()).hexdigest()
 
 
-KINDS = ("estate", "scenario", "sql", "approval", "launchpad", "env")
+KINDS = ("estate", "scenario", "sql", "approval", "launchpad", "env") + gate_attacks.KINDS
 
 
 @contextmanager
@@ -289,12 +291,12 @@ def scratch() -> Iterator[tuple[Path, Path, str]]:
         yield folder, warehouse, _checksum(warehouse)
 
 
-def run(tries: int, seed: int) -> list[Try]:
+def run(tries: int, seed: int, gate_url: str = "") -> list[Try]:
     rng = random.Random(seed)
     policies = signed_policies()
     with scratch() as (folder, warehouse, before):
         return [
-            one(KINDS[i % len(KINDS)], rng, folder, warehouse, before, policies)
+            one(KINDS[i % len(KINDS)], rng, folder, warehouse, before, policies, gate_url)
             for i in range(tries)
         ]
 
@@ -312,8 +314,12 @@ def one(
     warehouse: Path,
     before: str,
     policies: Policies,
+    gate_url: str = "",
 ) -> Try:
     """One generated bad input of ``kind``, tried."""
+    if kind in gate_attacks.KINDS:
+        what, (outcome, detail) = gate_attacks.one(kind, rng, scratch, gate_url)
+        return Try(kind, what, outcome, detail)
     if kind in ("estate", "scenario"):
         what, content = (estate_mutation if kind == "estate" else scenario_mutation)(rng)
         path = scratch / f"{kind}-{rng.randrange(10**9)}.yaml"
@@ -358,7 +364,9 @@ def main() -> None:
     parser.add_argument("--tries", type=int, default=200)
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args()
-    tries = run(args.tries, args.seed)
+    with gate_attacks.deployment_store() as (gate_url, where):
+        print(f"concurrent write-backs on {where}")
+        tries = run(args.tries, args.seed, gate_url)
     counts = Counter(t.outcome for t in tries)
     print(f"tried {len(tries)}: " + ", ".join(f"{o} {counts.get(o, 0)}" for o in OUTCOMES))
     by_kind = Counter((t.kind, t.outcome) for t in tries)

@@ -1,0 +1,81 @@
+"""A throwaway PostgreSQL server on 127.0.0.1, from Debian's packages, for the deployment's
+tests and benches: started in a temporary folder (as the `postgres` user when run as root, which
+PostgreSQL refuses to run as) and always stopped."""
+
+from __future__ import annotations
+
+import os
+import pwd
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from glob import glob
+from pathlib import Path
+
+from upstream_dagster.errors import UpstreamError
+
+
+def bin_dir() -> Path | None:
+    found = sorted(glob("/usr/lib/postgresql/*/bin/initdb"))
+    return Path(found[-1]).parent if found else None
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextmanager
+def server() -> Iterator[int]:
+    """A new cluster with a `dagster` user and database: its port."""
+    found = bin_dir()
+    if found is None:
+        raise UpstreamError(
+            "PostgreSQL's server is missing", "`make system-deps` installs Debian's postgresql"
+        )
+    data = Path(tempfile.mkdtemp(prefix="upstream-pg-")) / "data"
+    data.mkdir()
+    as_user: list[str] = []
+    if os.geteuid() == 0:
+        user = pwd.getpwnam("postgres")
+        for path in (data.parent, data):
+            os.chown(path, user.pw_uid, user.pw_gid)
+        as_user = ["runuser", "-u", "postgres", "--"]
+    port = _free_port()
+
+    def run(*cmd: str) -> None:
+        subprocess.run([*as_user, *cmd], check=True, capture_output=True, timeout=120)
+
+    run(str(found / "initdb"), "-D", str(data), "-U", "dagster", "-A", "trust")
+    run(
+        str(found / "pg_ctl"), "-D", str(data), "-l", str(data / "server.log"), "-w",
+        "-o", f"-h 127.0.0.1 -p {port} -k {data}", "start",
+    )  # fmt: skip
+    try:
+        run(str(found / "createdb"), "-h", "127.0.0.1", "-p", str(port), "-U", "dagster",
+            "dagster")  # fmt: skip
+        yield port
+    finally:
+        run(str(found / "pg_ctl"), "-D", str(data), "-m", "fast", "stop")
+        shutil.rmtree(data.parent, ignore_errors=True)
+
+
+def url(port: int, database: str = "dagster") -> str:
+    return f"postgresql://dagster@127.0.0.1:{port}/{database}"
+
+
+def fresh_database(port: int) -> str:
+    """A new, empty database on the server: its name."""
+    import psycopg2  # type: ignore[import-untyped]
+
+    name = f"t_{os.getpid()}_{time.monotonic_ns()}"
+    admin = psycopg2.connect(url(port))
+    admin.autocommit = True
+    admin.cursor().execute(f"CREATE DATABASE {name}")
+    admin.close()
+    return name
