@@ -98,36 +98,12 @@ def pg_home(
 ) -> Path:
     """A DAGSTER_HOME with the deployment's dagster.yaml on a new database of the test's
     PostgreSQL (no Kubernetes here: runs execute in local processes)."""
-    for key, value in PG_ENV.items():
-        monkeypatch.setenv(key, value)
-    monkeypatch.setenv("DAGSTER_PG_DB", fresh_database(postgres))
-    config = yaml.safe_load(DEPLOY.read_text())
-    config["storage"]["postgres"]["postgres_db"]["port"] = postgres
-    del config["run_launcher"]
+    from upstream_dagster.evaluation.bench.pg_writeback import deployment_home
+
     home = home or tmp_path / "dagster_home"
-    home.mkdir(parents=True, exist_ok=True)
-    (home / "dagster.yaml").write_text(yaml.safe_dump(config))
+    for key, value in deployment_home(home, postgres, fresh_database(postgres)).items():
+        monkeypatch.setenv(key, value)
     return home
-
-
-def race(log: Path, workers: int, runs_each: int, hold: float) -> list[tuple[float, float]]:
-    """Write-back stand-ins launched together from ``workers`` processes on the instance in
-    DAGSTER_HOME; the (start, end) of every hold of Upstream's write-back lock, in order."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    procs = [
-        subprocess.Popen(
-            [sys.executable, "-m", "tests.deploy_jobs", str(log), str(runs_each), str(hold)],
-            cwd=ROOT,
-            env=env,
-        )  # fmt: skip
-        for _ in range(workers)
-    ]
-    assert [p.wait(timeout=600) for p in procs] == [0] * workers
-    return sorted(
-        (float(line.split()[1]), float(line.split()[2]))
-        for line in log.read_text().splitlines()
-        if line
-    )
 
 
 @pytest.mark.slow
@@ -139,8 +115,7 @@ def test_postgres_instance_holds_write_backs_to_one_at_a_time(
     time (Dagster's one-slot pool alone let two overlap, about 1 run in 10)."""
     import dagster as dg
 
-    home = pg_home(postgres, tmp_path, monkeypatch)
-    monkeypatch.setenv("DAGSTER_HOME", str(home))
+    pg_home(postgres, tmp_path, monkeypatch)
     instance = dg.DagsterInstance.get()
     assert type(instance.run_storage).__name__ == "PostgresRunStorage"
     from upstream_dagster.defs.resources import WRITEBACK_POOL
@@ -150,10 +125,11 @@ def test_postgres_instance_holds_write_backs_to_one_at_a_time(
          WRITEBACK_POOL, "1"],
         check=True, cwd=ROOT, capture_output=True, timeout=120,
     )  # fmt: skip
-    held = race(tmp_path / "held.log", workers=4, runs_each=2, hold=0.5)
+    from upstream_dagster.evaluation.bench.pg_writeback import overlaps, race
+
+    held = race(tmp_path / "held.log", dict(os.environ), workers=4, runs=2, hold=0.5)
     assert len(held) == 8
-    overlaps = [(a, b) for a, b in zip(held, held[1:], strict=False) if b[0] < a[1]]
-    assert not overlaps, f"two write-backs overlapped: {overlaps}"
+    assert not overlaps(held), f"two write-backs overlapped: {overlaps(held)}"
     runs = instance.get_run_records(dg.RunsFilter(job_name="writeback_standin"))
     assert len(runs) == 8 and all(r.dagster_run.tags.get("upstream/writeback") for r in runs)
     assert all(r.dagster_run.status == dg.DagsterRunStatus.SUCCESS for r in runs)
@@ -166,30 +142,29 @@ def test_datahub_address_and_token_reach_a_run_through_env_vars_only(
 
     import dagster as dg
 
-    from upstream_dagster.defs.resources import datahub_resource
+    from upstream_dagster.defs.resources import resources
+    from upstream_dagster.settings import load
 
     from .deploy_jobs import datahub_target
 
     instance = dg.DagsterInstance.ephemeral()
-    from upstream_dagster.settings import load
 
-    assert dg.materialize([datahub_target], resources={"datahub": datahub_resource(load())},
-                          instance=instance).output_for_node("datahub_target") == (
-        "lite None token=none"
-    )  # fmt: skip
+    def target() -> tuple[str, str]:
+        fixed = resources(load())["datahub"]
+        result = dg.materialize([datahub_target], resources={"datahub": fixed}, instance=instance)
+        return result.output_for_node("datahub_target"), result.run_id
+
+    assert target()[0] == "lite None token=none"
     monkeypatch.setenv("DATAHUB_GMS_URL", "http://gms.internal:8080")
     monkeypatch.setenv("DATAHUB_GMS_TOKEN", "s3cret-token")
-    resource = datahub_resource(load())
-    # what Dagster stores and shows is the variable's name, never its value
-    shown = resource.get_resource_definition().config_schema.default_value
-    assert shown["gms_url"] == {"env": "DATAHUB_GMS_URL"}
-    assert shown["token_env"] == "DATAHUB_GMS_TOKEN"  # a variable's name, never a token
-    assert "s3cret-token" not in json.dumps(shown)
-    result = dg.materialize([datahub_target], resources={"datahub": resource}, instance=instance)
-    assert result.output_for_node("datahub_target") == "gms http://gms.internal:8080 token=set"
-    run = instance.get_run_by_id(result.run_id)
+    # the resource takes no config at all: nothing to show, nothing a launch can set
+    fixed = resources(load())["datahub"]
+    assert fixed.config_schema.as_field().config_type.fields == {}  # type: ignore[attr-defined]
+    said, run_id = target()
+    assert said == "gms http://gms.internal:8080 token=set"
+    run = instance.get_run_by_id(run_id)
     assert run is not None
-    logged = json.dumps(run.run_config) + " ".join(str(e) for e in instance.all_logs(result.run_id))
+    logged = json.dumps(run.run_config) + " ".join(str(e) for e in instance.all_logs(run_id))
     assert "s3cret-token" not in logged and "gms.internal" not in logged
 
 
@@ -214,8 +189,9 @@ def test_the_asset_graph_reads_as_a_dagster_user_expects(shared_estate: object) 
     reads = graph.get(dg.AssetKey("metadata_context")).parent_keys
     assert {dg.AssetKey("datahub"), dg.AssetKey("warehouse_profiles")} <= reads
     assert graph.get(dg.AssetKey("datahub")).is_observable
-    shown = defs.resources["datahub"].get_resource_definition().config_schema.default_value
-    assert "gms_token" not in shown and shown.get("token_env") == "DATAHUB_GMS_TOKEN"
+    for key in ("upstream", "datahub", "warehouse", "dbt", "io_manager", "reviewer_token"):
+        fields = defs.resources[key].config_schema.as_field().config_type.fields  # type: ignore[union-attr]
+        assert fields == {}, f"a launch could configure {key}: {sorted(fields)}"
 
 
 @pytest.mark.slow
