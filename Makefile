@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed-stamp
 # dbt and dagster must be found on PATH by the code location and the tests.
 export PATH := $(BIN):$(PATH)
 
-.PHONY: install system-deps demo test test-fast lint eval eval-random eval-summary calibrate bench bench-own bench-scale ui showcase clean
+.PHONY: install system-deps demo test test-fast lint eval eval-random eval-summary calibrate bench bench-gate bench-own bench-scale ui showcase clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -87,10 +87,17 @@ calibrate: install
 bench-cli: install
 	$(BIN)/python -m upstream_dagster.evaluation.bench.cli --rounds 3 score plan queue
 
-## Generated bad input (estate and scenario files, SQL, approvals, launchpad configs, environment): prints
+## Generated bad input (estate and scenario files, SQL, approvals, launchpad configs, environment)
+## and attacks on the gate (launch config, replay, trust-root edits, concurrent write-backs on
+## PostgreSQL, machine failures): prints
 ## tried / clean error / accepted / wrongly accepted / traceback / data lost; fails on any bad one.
-bench-hardening: install
-	$(BIN)/python -m upstream_dagster.evaluation.bench.hardening --tries 600 --seed 1
+bench-hardening: install system-deps
+	$(BIN)/python -m upstream_dagster.evaluation.bench.hardening --tries 1100 --seed 1
+
+## Write-backs racing on the deployment's PostgreSQL (a throwaway server), 100 races of four
+## processes with two write-backs each: prints how many races had no two write-backs overlapping.
+bench-gate: install system-deps
+	$(BIN)/python -m upstream_dagster.evaluation.bench.pg_writeback --tries 100
 
 ## The whole coverage loop on a dbt-duckdb project of your own (build, plan, approve, verify,
 ## reset): `make bench-own PROJECT=path/to/dbt ESTATE=path/to/estate.yaml`; prints each check.

@@ -308,3 +308,35 @@ def test_a_disk_that_fills_during_approve_is_one_line_and_reset_loses_nothing(
     assert "is full" in said["approve_said"] and "fix:" in said["approve_said"], said
     assert "Traceback" not in said["approve_said"]
     assert said["reset_rc"] == 0 and said["byte_identical"], said
+
+
+def test_identity_is_asked_by_the_run_that_writes_of_the_deployments_datahub(
+    estate: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Finding 4: under identity: datahub nothing in the process vouches for a reviewer; the
+    write-back run carries the reviewer's token and asks its own DataHub (here DataHub Lite,
+    which has no users: refused, naming why), and a run with no token is refused too."""
+    from upstream_dagster.defs.resources import ReviewerToken
+
+    use_estate_file(monkeypatch, tmp_path, **{"identity: not-enforced": "identity: datahub"})
+    estate = settings_mod.load()
+    batch = planned(estate)
+    before = graph_digest(estate)
+    config = {
+        "batch_digest": batch.digest,
+        "approve": ["all"],
+        "reviewer": "alice",
+        "nonce": nonce_of(estate, batch.digest),
+    }
+    run_config = {"ops": {"coverage_writeback": {"config": config}}}
+    carried = run_job(
+        estate,
+        "coverage_writeback_job",
+        run_config,
+        resources={"reviewer_token": ReviewerToken("tok-alice")},
+    )
+    assert "embedded DataHub Lite" in refusal(carried)
+    assert "carries no reviewer token" in refusal(
+        run_job(estate, "coverage_writeback_job", run_config)
+    )
+    assert graph_digest(estate) == before

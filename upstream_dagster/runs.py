@@ -31,6 +31,9 @@ DAGSTER_YAML = """\
 # Written by Upstream. The embedded default keeps run and event storage in this folder.
 telemetry:
   enabled: false
+# No "join the community" dialog over the UI a reviewer works in.
+nux:
+  enabled: false
 # One write-back at a time: Upstream's own write-back lock in gate.sqlite serializes them (and
 # keeps each batch at most once); the `datahub_writeback` pool, one slot, is a first line.
 # docs/deploy/dagster.yaml is the production counterpart.

@@ -23,6 +23,7 @@ from upstream_dagster.settings import PROJECT_ROOT, load
 from upstream_dagster.state import lease
 from upstream_dagster.state.store import GateStore
 
+MODULE = "upstream_dagster.evaluation.bench.pg_writeback"
 DEPLOY = PROJECT_ROOT / "docs" / "deploy" / "dagster.yaml"
 PG_ENV = {
     "DAGSTER_PG_HOST": "127.0.0.1",
@@ -45,7 +46,7 @@ def hold_the_lock(context: dg.OpExecutionContext) -> None:
         log.write(f"{context.run_id} {start} {end}\n")
 
 
-@dg.job(tags=WRITEBACK_TAGS)
+@dg.job(tags=WRITEBACK_TAGS, executor_def=dg.in_process_executor)  # as the code location runs
 def writeback_standin() -> None:
     hold_the_lock()
 
@@ -73,17 +74,23 @@ def deployment_home(home: Path, port: int, database: str) -> dict[str, str]:
 
 def race(log: Path, env: dict[str, str], workers: int, runs: int, hold: float) -> list[Any]:
     """(start, end) of every hold of the lock by ``workers`` processes started together."""
-    procs = [
-        subprocess.Popen(
-            [sys.executable, "-m", __name__, "worker", str(log), str(runs), str(hold)],
-            cwd=PROJECT_ROOT,
-            env={**os.environ, **env},
-        )  # fmt: skip
-        for _ in range(workers)
-    ]
+    outputs = [log.with_suffix(f".worker{n}.txt") for n in range(workers)]
+    procs = []
+    for path in outputs:
+        with open(path, "w") as out:  # each worker's own log, read only when it fails
+            procs.append(
+                subprocess.Popen(
+                    [sys.executable, "-m", MODULE, "worker", str(log), str(runs), str(hold)],
+                    cwd=PROJECT_ROOT,
+                    env={**os.environ, **env},
+                    stdout=out,
+                    stderr=out,
+                )  # fmt: skip
+            )
     codes = [p.wait(timeout=900) for p in procs]
     if codes != [0] * workers:
-        raise RuntimeError(f"a racing process failed: exit codes {codes}")
+        tail = outputs[codes.index(next(c for c in codes if c))].read_text()[-3000:]
+        raise RuntimeError(f"a racing process failed: exit codes {codes}\n{tail}")
     return sorted(
         (float(line.split()[1]), float(line.split()[2]))
         for line in log.read_text().splitlines()
