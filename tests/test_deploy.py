@@ -14,17 +14,13 @@ from typing import Any
 import pytest
 import yaml
 
+from upstream_dagster.evaluation.bench import pg_writeback
+
 from .conftest import fresh_database
 
 ROOT = Path(__file__).resolve().parent.parent
 DEPLOY = ROOT / "docs" / "deploy" / "dagster.yaml"
-PG_ENV = {
-    "DAGSTER_PG_HOST": "127.0.0.1",
-    "DAGSTER_PG_DB": "dagster",
-    "DAGSTER_PG_USERNAME": "dagster",
-    "DAGSTER_PG_PASSWORD": "dagster",
-    "DAGSTER_K8S_NAMESPACE": "upstream",
-}
+PG_ENV = {**pg_writeback.PG_ENV, "DAGSTER_PG_DB": "dagster"}
 
 
 def _validated(home: Path) -> dict[str, Any]:

@@ -217,6 +217,17 @@ def test_a_replayed_or_stale_one_time_value_is_refused_and_says_why() -> None:
     assert missing.verdict == "refuse" and "never issued" in missing.problem
 
 
+def test_what_was_already_written_is_refused_as_written_not_as_a_missing_value() -> None:
+    """Approving twice: the second approval is told the first run wrote it, whatever else is
+    also wrong with it (its one-time value is spent, the graph moved)."""
+    for kind, undo in (("batch", "upstream plan"), ("fix", "new failure")):
+        written = replace(subject(current=False), kind=kind, nonce="", written_by="r1")
+        again = gate.decide(policy("ratify"), Request("d1", "alice"), written)
+        assert again.verdict == "refuse", kind
+        assert f"{kind} d1 was already written by run r1" in again.problem
+        assert "upstream reset" in again.fix and undo in again.fix
+
+
 def test_a_policy_not_in_force_or_changed_since_planning_is_refused() -> None:
     ratify = policy("ratify")
     untrusted = replace(

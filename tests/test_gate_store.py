@@ -167,6 +167,11 @@ def test_the_first_policy_is_adopted_and_a_change_needs_an_approver_of_it(
         approval.rotate(store, edited, "alice", forged, "")
     with pytest.raises(UpstreamError, match="not an approver of the policy in force"):
         approval.rotate(store, edited, "mallory", forged, "")
+    # bob approves under the policy in force, which lists no key for him: it cannot tell him
+    # from anyone, so only the deployment's pin can make the change
+    with pytest.raises(UpstreamError, match="lists no key for 'bob'") as keyless:
+        approval.rotate(store, edited, "bob", forged, "")
+    assert f"UPSTREAM_POLICY_PIN={state.policy}" in keyless.value.fix
     # alice, with the key the policy in force lists, approves it
     done = approval.rotate(store, edited, "alice", keys.sign_message(key, message, "alice"), "")
     assert done.ok and "approved by alice (signed)" in done.describe()

@@ -35,7 +35,7 @@ def test_vendor_drift_from_sensor_to_resolved_incident(estate: settings_mod.Sett
     from upstream_dagster.datahub.scribe import ROOT_TAG, document_urn, incident_urn
     from upstream_dagster.definitions import build
     from upstream_dagster.defs.journal import waiting_incidents
-    from upstream_dagster.runs import dagster_instance
+    from upstream_dagster.runs import dagster_instance, gate_store
 
     break_estate(estate, load_scenario(ROOT / "scenarios/vendor_drift.yaml"))
     defs = build(estate)
@@ -93,12 +93,12 @@ def test_vendor_drift_from_sensor_to_resolved_incident(estate: settings_mod.Sett
     ):
         assert part in shown.stdout, part
 
-    waiting = waiting_incidents(instance, estate.state_dir)  # the one approval queue lists it
+    waiting = waiting_incidents(instance, gate_store(estate))  # the one approval queue lists it
     assert any(outcome.key in line and v.digest in line for line in waiting), waiting
     with pytest.raises(UpstreamError, match="not an approver"):
         approve(estate, outcome, "mallory")
     done = approve(estate, outcome, "alice")
-    assert not any(outcome.key in line for line in waiting_incidents(instance, estate.state_dir))
+    assert not any(outcome.key in line for line in waiting_incidents(instance, gate_store(estate)))
     assert done.resolved is True, done.check_after_fix
     with pytest.raises(UpstreamError, match="already written"):
         approve(estate, outcome, "alice")  # at most once

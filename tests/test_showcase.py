@@ -102,6 +102,22 @@ def test_the_coverage_loop_works_on_the_showcase(
     assert "nothing was written" in cli(
         "approve", "--all", "--digest", digest[1], "--reviewer", "datahub", "--yes", estate=shipped
     )
+    # the dry-run's policy came into force on first use, and it lists no key: nobody can prove
+    # who they are under it, so the deployment pins the ratify copy's policy instead
+    shown = cli("trust")
+    ratified = re.search(r"^estate.yaml: policy (\w+), NOT in force", shown, re.M)
+    assert ratified, shown
+    refused = subprocess.run(
+        [sys.executable, "-m", "upstream_dagster.cli", "trust", "--reviewer", "datahub"],
+        cwd=ROOT,
+        env={**env, "UPSTREAM_ESTATE": str(ratify)},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert refused.returncode != 0 and "lists no key for 'datahub'" in refused.stderr
+    assert f"UPSTREAM_POLICY_PIN={ratified[1]}" in refused.stderr
+    env["UPSTREAM_POLICY_PIN"] = ratified[1]
     planned = cli("plan")
     digest = re.search(r"^batch (\w+):", planned, re.M)
     assert digest, planned

@@ -117,6 +117,7 @@ class Subject:
     planned_policy: str = ""  # the policy digest it was planned under
     untrusted: str = ""  # why estate.yaml's policy is not the trusted one ("" when it is)
     untrusted_fix: str = ""
+    written_by: str = ""  # the run that already wrote it ("" when none has)
 
 
 @dataclass(frozen=True)
@@ -180,6 +181,14 @@ def decide(policy: Policies, request: Request, subject: Subject) -> Decision:
             f"{subject.digest}",
             f"approve the {kind} shown now, with digest {subject.digest}",
         )
+    if subject.written_by:
+        return _refuse(
+            f"{kind} {subject.digest} was already written by run {subject.written_by}: "
+            f"a {kind} is written at most once",
+            "nothing to approve; `upstream reset` undoes it, and "
+            + ("a new plan (`upstream plan`) shows what is left"
+               if kind == "batch" else "a new failure opens a new incident"),
+        )  # fmt: skip
     if subject.current_digest != subject.digest:
         return _refuse(
             f"the graph changed since this {kind} was planned (digest now "

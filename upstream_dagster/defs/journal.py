@@ -204,7 +204,7 @@ def waiting_verdicts(instance: dg.DagsterInstance, store: GateStore) -> list[Ver
     return [
         v
         for v in verdicts(instance)
-        if v.actionable and not claims.claimed_by(store, f"incident-{v.digest}")
+        if v.actionable and not claims.claimed_by(store, claims.key_for("fix", v.digest))
     ]
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from upstream_dagster import gate
 from upstream_dagster.errors import UpstreamError
 from upstream_dagster.spec.models import Policies
-from upstream_dagster.state import approvals
+from upstream_dagster.state import approvals, claims
 from upstream_dagster.state.store import GateStore
 
 
@@ -122,6 +122,7 @@ def grounds(
         planned_policy=held.policy if held else approvals.planned_under(store, *key),
         untrusted=trust.problem,
         untrusted_fix=trust.fix,
+        written_by=claims.claimed_by(store, claims.key_for(subject.kind, subject.digest)) or "",
     )
 
 
@@ -149,6 +150,13 @@ def rotate(
             "an approver of the policy in force approves the change",
         )
     message = gate.rotation_message(current.policy, new, reviewer)
+    if old.identity == "signed" and reviewer not in old.approver_keys:
+        raise UpstreamError(
+            f"the policy in force ({current.policy}) lists no key for {reviewer!r}, so it cannot "
+            "tell them from anyone else and nobody can approve a change under it",
+            f"the deployment pins the new policy: UPSTREAM_POLICY_PIN={new} where Upstream and "
+            "its runs are launched (docs/gate.md)",
+        )
     if old.identity == "signed" and not gate.signature_verifies(old, reviewer, message, proof):
         raise UpstreamError(
             f"{reviewer!r} did not prove who they are: the policy in force requires a signature "

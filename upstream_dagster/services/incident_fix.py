@@ -19,6 +19,7 @@ from upstream_dagster.datahub.probe import GraphProbe
 from upstream_dagster.datahub.protocol import MetadataGraph
 from upstream_dagster.errors import UpstreamError
 from upstream_dagster.reliability.verdict import Verdict
+from upstream_dagster.state import claims
 from upstream_dagster.warehouse.dbt_project import DbtProject
 from upstream_dagster.warehouse.sandbox import apply_patch
 
@@ -29,7 +30,7 @@ REBUILDS = ("patch", "rerun", "reload")
 
 def claim_key(v: Verdict) -> str:
     """The claim that makes an incident's fix happen at most once."""
-    return f"incident-{v.digest}"
+    return claims.key_for("fix", v.digest)
 
 
 def subject(v: Verdict) -> gate.Subject:

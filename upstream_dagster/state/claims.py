@@ -150,6 +150,11 @@ def approver_of(store: GateStore, digest: str) -> str:
     return str(row[0][0]) if row else ""
 
 
+def key_for(kind: str, digest: str) -> str:
+    """The claim that makes a batch or an incident's fix ("fix") happen at most once."""
+    return digest if kind == "batch" else f"incident-{digest}"
+
+
 def claimed_by(store: GateStore, digest: str) -> str | None:
     with store.read() as tx:
         row = tx.execute("SELECT run_id FROM upstream_claims WHERE batch_digest = ?", [digest])

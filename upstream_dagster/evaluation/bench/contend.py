@@ -6,10 +6,14 @@ from __future__ import annotations
 import os
 import random
 import signal
+import subprocess
+import sys
 import time
 
 from upstream_dagster.state import lease
 from upstream_dagster.state.store import GateStore
+
+MODULE = "upstream_dagster.evaluation.bench.contend"
 
 
 def race(url: str, log: str, tries: int, seed: int) -> None:
@@ -28,3 +32,17 @@ def hold_and_die(url: str) -> None:
     """Take the lock and die holding it (kill -9 of itself)."""
     lease.acquire(GateStore(url), "doomed", "killed while holding")
     os.kill(os.getpid(), signal.SIGKILL)
+
+
+def start(*args: str) -> subprocess.Popen[bytes]:
+    """One contender in a fresh interpreter (``race URL LOG TRIES SEED`` or ``die URL``): a
+    spawned multiprocessing child would import its parent's main module (the bench, Dagster)
+    before it could start."""
+    return subprocess.Popen([sys.executable, "-m", MODULE, *args])
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "race":
+        race(sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5]))
+    else:
+        hold_and_die(sys.argv[2])

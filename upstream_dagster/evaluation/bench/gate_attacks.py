@@ -20,7 +20,6 @@ a traceback, or data lost).
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import random
 import tempfile
@@ -221,16 +220,12 @@ def trust(rng: random.Random, folder: Path) -> tuple[str, Outcome]:
 def concurrent(rng: random.Random, folder: Path, url: str) -> tuple[str, Outcome]:
     log = _fresh(folder) / "race.log"
     workers = rng.randint(2, 4)
-    spawn = multiprocessing.get_context("spawn")
-    procs = [spawn.Process(target=contend.race, args=(url, str(log), 3, rng.randrange(10**6)))
+    procs = [contend.start("race", url, str(log), "3", str(rng.randrange(10**6)))
              for _ in range(workers)]  # fmt: skip
-    for proc in procs:
-        proc.start()
-    for proc in procs:
-        proc.join(300)
+    codes = [proc.wait(300) for proc in procs]
     what = f"{workers} write-backs at once on {url.split(':')[0]}"
-    if any(p.exitcode != 0 for p in procs):
-        return what, ("traceback", f"exit codes {[p.exitcode for p in procs]}")
+    if any(codes):
+        return what, ("traceback", f"exit codes {codes}")
     held = sorted(tuple(float(x) for x in line.split()) for line in log.read_text().splitlines())
     overlaps = sum(1 for a, b in zip(held, held[1:], strict=False) if b[0] < a[1])
     if overlaps or len(held) != workers * 3:
@@ -251,10 +246,7 @@ def machine(rng: random.Random, folder: Path) -> tuple[str, Outcome]:
     if what == "a disk that fills":
         return what, _fills(state, rng)
     if what == "a holder killed with the lock":
-        proc = multiprocessing.get_context("spawn").Process(target=contend.hold_and_die,
-                                                            args=(store.url,))  # fmt: skip
-        proc.start()
-        proc.join(60)
+        contend.start("die", store.url).wait(60)
         try:
             lease.release(lease.acquire(store, "next", "after a kill", wait=10))
         except lease.LockBusy as exc:
