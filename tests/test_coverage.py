@@ -464,12 +464,20 @@ def test_the_cli_approves_only_the_batch_it_showed_and_refuses_before_launching(
         assert refused.returncode == 1
         assert says in refused.stderr and "Traceback" not in refused.stderr + refused.stdout
         assert "fix:" in refused.stderr and "?" not in refused.stdout
+    # ids the plan never showed are refused before anything is shown or launched
+    ids = ("--ids", "p-0000000000", "--ids", "'; drop")
+    refused = cli("approve", *ids, "--digest", digest, "--reviewer", "alice", "--yes")
+    assert refused.returncode == 1 and "Traceback" not in refused.stderr + refused.stdout
+    assert f"batch {digest} has no proposal 'p-0000000000', \"'; drop\"" in refused.stderr
+    assert "you approve" not in refused.stdout
     instance = dg.DagsterInstance.from_config(str(estate.dagster_home))
     assert len(instance.get_run_records()) == runs_before  # nothing was launched
 
     approved = cli("approve", "--all", "--digest", digest, "--reviewer", "alice", "--yes")
     assert approved.returncode == 0, approved.stderr[-2000:]
     assert "projected" in approved.stdout and "| p-" in approved.stdout  # showed what it writes
+    again = cli("approve", "--all", "--digest", digest, "--reviewer", "alice", "--yes")
+    assert again.returncode == 1 and f"batch {digest} was already written by run" in again.stderr
 
 
 def test_a_write_back_killed_at_random_points_leaves_nothing_undoable_or_wedged(

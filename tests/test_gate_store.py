@@ -230,3 +230,36 @@ def test_the_store_names_where_it_is_without_a_password() -> None:
     assert store.shared and "s3cret" not in store.where and "db.internal" in store.where
     assert not GateStore.local(Path("/tmp/x")).shared
     assert socket.gethostname()  # the lock names holders by host
+
+
+def test_a_store_moved_aside_keeps_the_policy_in_force(tmp_path: Path) -> None:
+    """The fix for a corrupt store is to move it aside; a new store must not adopt whatever
+    estate.yaml says then (the blind attack: approvers edited, store moved, mallory wrote)."""
+    first, _ = _policies(tmp_path)
+    assert approval.issue(GateStore.local(tmp_path), first, "batch", "d1", None).trust.ok
+    for name in ("gate.sqlite", "gate.sqlite-wal", "gate.sqlite-shm"):
+        if (tmp_path / name).exists():
+            (tmp_path / name).rename(tmp_path / f"{name}.aside")
+    edited = Policies.model_validate({**first.model_dump(), "approvers": ["alice", "mallory"]})
+    fresh = GateStore.local(tmp_path)
+    issued = approval.issue(fresh, edited, "batch", "d2", None)
+    assert not issued.trust.ok and "not in force" in issued.trust.problem
+    assert issued.trust.in_force is not None
+    assert issued.trust.in_force.policy == gate.policy_digest(first)
+    assert "restored from" in issued.trust.in_force.how
+    decided = gate.decide(
+        edited,
+        gate.Request("d2", "mallory", nonce=issued.nonce),
+        approval.grounds(fresh, edited, gate.Subject("batch", "d2", "d2", ()), issued.nonce, None),
+    )
+    assert decided.verdict == "refuse" and "not in force" in decided.problem
+
+
+def test_a_store_that_is_not_a_file_is_named_with_its_fix(tmp_path: Path) -> None:
+    (tmp_path / "gate.sqlite").mkdir()
+    with pytest.raises(UpstreamError) as bad:
+        claims.claimed_by(GateStore.local(tmp_path), "d1")
+    assert (
+        "is not a file" in bad.value.problem and str(tmp_path / "gate.sqlite") in bad.value.problem
+    )
+    assert "mv " in bad.value.fix

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -14,7 +14,6 @@ from upstream_dagster.cli.approving import TOKEN_ENV, prepare
 from upstream_dagster.cli.incidents import approve_incident
 from upstream_dagster.errors import UpstreamError
 from upstream_dagster.spec.loader import load_estate
-from upstream_dagster.state import claims
 
 if TYPE_CHECKING:
     from upstream_dagster import runs
@@ -122,6 +121,7 @@ def approve(
                 f"run `upstream plan`, read it, then pass --digest (the current batch: {current})",
             )
         )
+    _known_ids(planned, current, [*(ids or []), *(reject or [])])
     spec = guarded(lambda: load_estate(settings.estate_file))
     items = tuple((i, 0.0) for i in (ids or ["all"]))
     shown = gate.Subject("batch", current, current, items)
@@ -129,15 +129,6 @@ def approve(
     if ready.dry_run:
         out.print(f"batch {current}: {ready.dry_run}; fix: set policies.actuation to ratify")
         return
-    written_by = claims.claimed_by(runs.gate_store(settings), current)
-    if written_by:
-        fail(
-            UpstreamError(
-                f"batch {current} was already written by run {written_by}",
-                "`upstream reset --batch DIGEST` undoes it (then it may be approved again), "
-                "or `upstream plan` proposes what is left",
-            )
-        )
     chosen = "the whole batch" if all_ else f"{len(ids or [])} of its proposals"
     out.print(
         f"batch {current}: {planned.get('proposals', 0)} proposals, conformance "
@@ -201,3 +192,22 @@ def reset(
     with running("undoing write-backs (coverage_reset_job)"):
         done = guarded(lambda: runs.reset(settings, batch))
     out.print(f"restored {done.restored} aspects (batches {done.batches})")
+
+
+def _known_ids(planned: dict[str, Any], batch: str, ids: list[str]) -> None:
+    """Every id a reviewer names is one of the planned batch's, checked before anything runs."""
+    table = planned.get("batch_table")
+    records = getattr(table, "records", None)
+    if not ids or records is None:
+        return
+    known = {str(r.data.get("id")) for r in records}
+    unknown = [i for i in dict.fromkeys(ids) if i not in known]
+    if unknown:
+        named = ", ".join(repr(i if len(i) <= 40 else i[:40] + "...") for i in unknown[:5])
+        more = f" and {len(unknown) - 5} more" if len(unknown) > 5 else ""
+        fail(
+            UpstreamError(
+                f"batch {batch} has no proposal {named}{more}",
+                "pass ids from the first column of `upstream plan` (or --all)",
+            )
+        )

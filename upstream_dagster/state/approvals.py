@@ -13,9 +13,12 @@ once an approver of the trusted one approves the change (`upstream trust`).
 
 from __future__ import annotations
 
+import json
+import os
 import secrets
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 from upstream_dagster.state.store import GateStore, Tx
 
@@ -115,14 +118,60 @@ class Trusted:
     adopted_at: float
 
 
+def _mirror(store: GateStore) -> Path | None:
+    """The second copy of the trusted policy beside a local store (``gate-trust.jsonl``): a
+    store moved aside (the fix for a corrupt one) must not put a policy back on first use."""
+    return None if store.postgres else Path(store.where).with_name("gate-trust.jsonl")
+
+
+def _mirrored(store: GateStore) -> Trusted | None:
+    path = _mirror(store)
+    if path is None or not path.is_file():
+        return None
+    last = None
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        try:
+            row = json.loads(line)
+            last = Trusted(str(row["policy"]), str(row["body"]), str(row["how"]), float(row["at"]))
+        except (ValueError, KeyError, TypeError):
+            continue  # a torn last line: the change it describes was not made
+    return last
+
+
+def _keep(store: GateStore, policy: str, body: str, how: str, at: float) -> None:
+    path = _mirror(store)
+    if path is None:
+        return
+    line = json.dumps({"policy": policy, "body": body, "how": how, "at": at}) + "\n"
+    with open(path, "a", encoding="utf-8") as handle:
+        handle.write(line)
+        handle.flush()
+        os.fsync(handle.fileno())
+
+
 def trusted(store: GateStore) -> Trusted | None:
     with store.read() as tx:
         row = tx.execute(
             "SELECT policy, body, how, adopted_at FROM upstream_trust ORDER BY seq DESC LIMIT 1"
         )
-    return (
-        Trusted(str(row[0][0]), str(row[0][1]), str(row[0][2]), float(row[0][3])) if row else None
-    )
+    if row:
+        found = Trusted(str(row[0][0]), str(row[0][1]), str(row[0][2]), float(row[0][3]))
+        mirror = _mirror(store)
+        if mirror is not None and not mirror.exists():  # a store from before the second copy
+            _keep(store, found.policy, found.body, found.how, found.adopted_at)
+        return found
+    kept = _mirrored(store)
+    if kept is None:
+        return None
+    # the store was made anew: the policy in force is the one its second copy holds
+    how = f"{kept.how}; restored from {_mirror(store)} when the store was made anew"
+    with store.tx() as tx:
+        if not tx.execute("SELECT 1 FROM upstream_trust LIMIT 1"):
+            tx.execute(
+                "INSERT INTO upstream_trust VALUES (?, ?, ?, ?, ?)",
+                [1, kept.policy, kept.body, how, kept.adopted_at],
+            )
+    return trusted(store)
 
 
 def adopt(store: GateStore, policy: str, body: str, how: str, replacing: str | None) -> bool:
@@ -136,8 +185,8 @@ def adopt(store: GateStore, policy: str, body: str, how: str, replacing: str | N
         if current == policy:
             return True
         seq = int(row[0][0]) + 1 if row else 1
-        tx.execute(
-            "INSERT INTO upstream_trust VALUES (?, ?, ?, ?, ?)",
-            [seq, policy, body, how, time.time()],
-        )
+        at = time.time()
+        values = [seq, policy, body, how, at]
+        tx.execute("INSERT INTO upstream_trust VALUES (?, ?, ?, ?, ?)", values)
+        _keep(store, policy, body, how, at)  # inside the transaction: no second writer between
     return True

@@ -80,7 +80,8 @@ def corrupt(where: str, exc: BaseException) -> UpstreamError:
     return UpstreamError(
         f"the gate's store {where} cannot be read ({str(exc).splitlines()[0]})",
         f"move it aside (`mv {where} {where}.corrupt`) and run the command again: a new store "
-        "is made; `upstream reset` still undoes every write from the ledger copies in the state "
+        "is made, the policy in force is read back from gate-trust.jsonl beside it, and "
+        "`upstream reset` still undoes every write from the ledger copies in the state "
         "folder's ledger/ (plan again to approve again)",
     )
 
@@ -168,6 +169,8 @@ class GateStore:
                 f"cannot make the state folder {path.parent}: {exc.strerror or exc}",
                 "point UPSTREAM_STATE_DIR at a folder you can write",
             ) from None
+        if path.exists() and not path.is_file():
+            raise corrupt(self.where, OSError(f"{path} is not a file"))
         con = sqlite3.connect(str(path), timeout=60, isolation_level=None)
         try:
             _wal(con)
@@ -175,6 +178,12 @@ class GateStore:
             con.close()
             if "not a database" in str(exc) or "malformed" in str(exc):
                 raise corrupt(self.where, exc) from None
+            if "unable to open" in str(exc) or "readonly" in str(exc):
+                raise UpstreamError(
+                    f"cannot open the gate's store {self.where} ({exc})",
+                    "make the state folder and the file writable by the user running Upstream "
+                    "(UPSTREAM_STATE_DIR)",
+                ) from None
             raise
         return con
 
