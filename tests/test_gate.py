@@ -264,3 +264,26 @@ def test_a_launch_carrying_launcher_overrides_is_refused() -> None:
     request = reviewer.request(policy("ratify"), "d1", "alice", False, "", NONCE, "", str, tags)
     refused = decide(policy("ratify"), request, subject())
     assert refused.verdict == "refuse" and "dagster-k8s/config" in refused.problem
+
+
+def test_a_huge_launch_value_is_not_echoed_whole() -> None:
+    """A launch's digest, one-time value or reviewer may be anything; a refusal shows its start."""
+    huge = "a" * 100_000
+    sent = (Request(huge, "alice"), Request("d1", huge), Request("d1", "alice", nonce=huge))
+    for request in sent:
+        refused = decide(policy("ratify"), request, subject())
+        assert refused.verdict == "refuse" and len(refused.problem) < 400, refused.problem[:80]
+        assert "(100000 characters)" in refused.problem
+
+
+@pytest.mark.parametrize("where", ["folder", "huge", "device"])
+def test_a_key_path_that_is_no_key_file_is_one_error(tmp_path: Path, where: str) -> None:
+    from upstream_dagster.errors import UpstreamError
+    from upstream_dagster.state import keys
+
+    path = {"folder": tmp_path, "device": Path("/dev/zero"), "huge": tmp_path / "big.key"}[where]
+    if where == "huge":
+        path.write_bytes(b"-" * 1_000_000)
+    with pytest.raises(UpstreamError) as bad:
+        keys.sign_message(path, b"message", "alice")
+    assert str(path) in bad.value.problem and "key" in bad.value.fix

@@ -138,6 +138,11 @@ def _person(name: str) -> str:
     return name.removeprefix("urn:li:corpuser:")
 
 
+def _cut(value: str, most: int = 40) -> str:
+    """What a launch sent, as a refusal may echo it: a 100 KB digest is not printed whole."""
+    return value if len(value) <= most else f"{value[:most]}... ({len(value)} characters)"
+
+
 def _refuse(problem: str, fix: str) -> Decision:
     return Decision("refuse", problem, fix)
 
@@ -149,9 +154,9 @@ def _one_time(kind: str, request: Request, subject: Subject) -> Decision | None:
     if not request.nonce:
         came = "it carries no one-time value"
     elif subject.nonce_note:
-        came = f"its one-time value {request.nonce} {subject.nonce_note}"
+        came = f"its one-time value {_cut(request.nonce)} {subject.nonce_note}"
     else:
-        came = f"its one-time value {request.nonce} was never issued for it"
+        came = f"its one-time value {_cut(request.nonce)} was never issued for it"
     again = (
         "`upstream approve` again (it reads the current value), or launch with the digest and "
         "the one-time value the proposals asset shows now"
@@ -177,7 +182,7 @@ def decide(policy: Policies, request: Request, subject: Subject) -> Decision:
         )
     if request.approved_digest != subject.digest:
         return _refuse(
-            f"stale {kind} digest {request.approved_digest}: the current {kind} is "
+            f"stale {kind} digest {_cut(request.approved_digest)}: the current {kind} is "
             f"{subject.digest}",
             f"approve the {kind} shown now, with digest {subject.digest}",
         )
@@ -221,7 +226,7 @@ def decide(policy: Policies, request: Request, subject: Subject) -> Decision:
         )
     if not request.automatic and request.reviewer not in policy.approvers:
         return _refuse(
-            f"{request.reviewer!r} is not an approver; estate.yaml allows "
+            f"{_cut(request.reviewer)!r} is not an approver; estate.yaml allows "
             f"{', '.join(policy.approvers) or 'nobody'}",
             "approve as someone listed in policies.approvers, or add them to it",
         )

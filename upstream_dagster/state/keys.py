@@ -52,17 +52,31 @@ def public_of(private: Ed25519PrivateKey) -> str:
     return base64.b64encode(raw).decode()
 
 
+MAX_KEY_BYTES = 16_384  # an ed25519 PEM is ~120 bytes
+
+
 def sign_message(path: Path, message: bytes, reviewer: str) -> str:
     """``reviewer``'s signature over ``message`` with the key at ``path``."""
     try:
-        private = serialization.load_pem_private_key(path.read_bytes(), password=None)
+        if path.exists() and not path.is_file():  # a folder, a device, /dev/zero ...
+            raise ValueError("not a regular file")
+        with open(path, "rb") as handle:
+            pem = handle.read(MAX_KEY_BYTES + 1)
+        if len(pem) > MAX_KEY_BYTES:
+            raise ValueError(f"larger than a key file ({MAX_KEY_BYTES} bytes)")
+        private = serialization.load_pem_private_key(pem, password=None)
     except FileNotFoundError:
         raise UpstreamError(
             f"no signing key at {path}",
             f"`upstream keygen {reviewer}` makes one (then add its line to estate.yaml), or "
             "pass --key PATH",
         ) from None
-    except ValueError as exc:
+    except OSError as exc:
+        raise UpstreamError(
+            f"cannot read the signing key {path} ({exc.strerror or exc})",
+            "pass --key with the key file `upstream keygen` made (readable by you only)",
+        ) from None
+    except (ValueError, TypeError) as exc:
         raise UpstreamError(f"{path} is not a signing key ({exc})", "pass --key PATH") from None
     if not isinstance(private, Ed25519PrivateKey):
         raise UpstreamError(f"{path} is not an ed25519 key", "make one with `upstream keygen`")
