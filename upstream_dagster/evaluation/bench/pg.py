@@ -7,9 +7,11 @@ from __future__ import annotations
 import os
 import pwd
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -28,6 +30,10 @@ def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+def _exit_on_term(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)
 
 
 @contextmanager
@@ -56,11 +62,18 @@ def server() -> Iterator[int]:
         str(found / "pg_ctl"), "-D", str(data), "-l", str(data / "server.log"), "-w",
         "-o", f"-h 127.0.0.1 -p {port} -k {data}", "start",
     )  # fmt: skip
+    # a bench stopped with SIGTERM (a timeout, a kill) still stops its server: the handler
+    # turns the signal into SystemExit, so the finally below runs
+    previous = None
+    if threading.current_thread() is threading.main_thread():
+        previous = signal.signal(signal.SIGTERM, _exit_on_term)
     try:
         run(str(found / "createdb"), "-h", "127.0.0.1", "-p", str(port), "-U", "dagster",
             "dagster")  # fmt: skip
         yield port
     finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
         run(str(found / "pg_ctl"), "-D", str(data), "-m", "fast", "stop")
         shutil.rmtree(data.parent, ignore_errors=True)
 
