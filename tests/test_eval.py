@@ -156,13 +156,13 @@ def test_a_live_subset_runs_through_upstream_eval_and_its_records_replay(
         shutil.copy(ROOT / "evals/cases" / f"{name}.yaml", cases)
     out = tmp_path / "records"
     result = CliRunner().invoke(app, ["eval", "--cases", str(cases), "--records", str(out)])
-    assert result.exit_code == 0, result.output[-2000:]
-    assert "2 cases in" in result.output
+    assert "2 cases in" in result.output, result.output[-2000:]
     # the verdicts' targets all met; the median time is the machine's (a loaded one misses
-    # 20 s): `make eval` reports it, a test does not hang on it
+    # 20 s, and `upstream eval` then exits 1 as for any miss): a test does not hang on it
     (missed,) = [ln for ln in result.output.splitlines() if ln.startswith("Targets missed: ")]
     misses = missed.removeprefix("Targets missed: ").removesuffix(".").split("; ")
     assert all(m == "none" or m.startswith("median investigation") for m in misses), missed
+    assert result.exit_code == (0 if misses == ["none"] else 1), result.output[-2000:]
     written = sorted((out / "subset").glob("*.json"))
     assert [p.stem for p in written] == sorted(LIVE_SUBSET)
     again = CliRunner().invoke(
