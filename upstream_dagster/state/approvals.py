@@ -14,12 +14,12 @@ once an approver of the trusted one approves the change (`upstream trust`).
 from __future__ import annotations
 
 import json
-import os
 import secrets
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from upstream_dagster.state import ledger_files
 from upstream_dagster.state.store import GateStore, Tx
 
 PIN_ENV = "UPSTREAM_POLICY_PIN"
@@ -140,13 +140,8 @@ def _mirrored(store: GateStore) -> Trusted | None:
 
 def _keep(store: GateStore, policy: str, body: str, how: str, at: float) -> None:
     path = _mirror(store)
-    if path is None:
-        return
-    line = json.dumps({"policy": policy, "body": body, "how": how, "at": at}) + "\n"
-    with open(path, "a", encoding="utf-8") as handle:
-        handle.write(line)
-        handle.flush()
-        os.fsync(handle.fileno())
+    if path is not None:
+        ledger_files.append_line(path, {"policy": policy, "body": body, "how": how, "at": at})
 
 
 def trusted(store: GateStore) -> Trusted | None:

@@ -24,15 +24,20 @@ def _safe(run_id: str) -> str:
     return "".join(c if c.isalnum() or c in "-_" else "_" for c in run_id)
 
 
+def append_line(path: Path, record: Json) -> None:
+    """``record`` as one JSON line at the end of ``path``, on disk before this returns (a kill
+    mid-append leaves at most a torn last line, which readers skip)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a", encoding="utf-8") as handle:
+        handle.write(json.dumps(record) + "\n")
+        handle.flush()
+        os.fsync(handle.fileno())
+
+
 def append(state_dir: Path, run_id: str, seq: int, digest: str, pre: Json) -> None:
-    line = json.dumps({"run": run_id, "seq": seq, "digest": digest, "pre": pre}) + "\n"
     path = folder(state_dir) / f"{_safe(run_id)}.jsonl"
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with open(path, "a", encoding="utf-8") as handle:
-            handle.write(line)
-            handle.flush()
-            os.fsync(handle.fileno())
+        append_line(path, {"run": run_id, "seq": seq, "digest": digest, "pre": pre})
     except OSError as exc:
         if exc.errno == errno.ENOSPC:
             raise UpstreamError(
