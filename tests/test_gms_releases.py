@@ -274,3 +274,28 @@ def test_modelled_edits_that_never_stop_leave_a_receipt_and_overwrite_nothing(
     assert not receipt.written and "changed by someone else" in receipt.detail
     assert "run the write-back again" in receipt.detail
     assert oldest.value(LEDGER, "ownership") == before
+
+
+def test_modelled_the_system_client_is_known_by_configuration_not_by_its_spelling(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
+    """With authentication off a server answers `me` as its system client, whose id its
+    DATAHUB_SYSTEM_CLIENT_ID sets: Upstream, configured alike, refuses that actor; a person
+    whose name happens to start with "__" is a person."""
+    from upstream_dagster.datahub import whoami
+    from upstream_dagster.errors import UpstreamError
+    from upstream_dagster.settings import load
+
+    monkeypatch.setenv("UPSTREAM_STATE_DIR", str(tmp_path))
+    monkeypatch.setenv("DATAHUB_GMS_URL", HOST)
+    install(monkeypatch, "1.7", actor="svc-datahub")
+    monkeypatch.setenv("DATAHUB_SYSTEM_CLIENT_ID", "svc-datahub")
+    with pytest.raises(UpstreamError, match="its system client") as refused:
+        whoami(load(), "tok-anything")
+    assert "DATAHUB_SYSTEM_CLIENT_ID" in refused.value.fix
+    install(monkeypatch, "1.0", actor="__alice")
+    assert whoami(load(), "tok-alice") == "__alice"
+    monkeypatch.delenv("DATAHUB_SYSTEM_CLIENT_ID")
+    install(monkeypatch, "1.3", actor="__datahub_system")  # DataHub's default id
+    with pytest.raises(UpstreamError, match="authentication is off"):
+        whoami(load(), "tok-anything")
