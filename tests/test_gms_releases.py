@@ -102,6 +102,15 @@ def test_modelled_every_release_takes_every_change_upstream_makes(server: Modell
     for proposal in server.proposals(LEDGER):
         if proposal["change"] == "UPSERT":
             assert "If-Version-Match" in proposal["headers"], proposal["aspect"]
+    # what docs/compatibility.md says each release is sent is what this one was sent
+    from upstream_dagster.datahub.changes import WRITERS
+    from upstream_dagster.datahub.gms.routes import describe
+
+    for kind, _ in CHANGES:
+        said = describe(_key(server.release.name), kind)
+        assert sent[WRITERS[kind].aspect]["change"] == said.split()[0].replace(
+            "read-modify-write,", "UPSERT"
+        ), (kind, said)
 
 
 def test_modelled_every_release_takes_every_assertion_incident_and_document_write(
@@ -299,3 +308,20 @@ def test_modelled_the_system_client_is_known_by_configuration_not_by_its_spellin
     install(monkeypatch, "1.3", actor="__datahub_system")  # DataHub's default id
     with pytest.raises(UpstreamError, match="authentication is off"):
         whoami(load(), "tok-anything")
+
+
+def test_the_compatibility_table_in_docs_is_what_the_code_sends() -> None:
+    """docs/compatibility.md is generated from the routes the writes take; regenerate it with
+    `python -m upstream_dagster.datahub.gms.compatibility` when this fails."""
+    from upstream_dagster.datahub.gms import compatibility, routes, versions
+
+    assert compatibility.TARGET.read_text() == compatibility.render()
+    assert set(versions.EVIDENCE) == set(versions.FIRST)
+    assert tuple(_key(r) for r in RELEASES) == versions.TABLE
+    # every change kind the tests above send has its row, and the row says what they saw sent
+    assert {kind for kind, _ in CHANGES} <= set(routes.SURFACES)
+
+
+def _key(name: str) -> tuple[int, int, int]:
+    major, minor = name.split(".")
+    return (int(major), int(minor), 0)

@@ -26,12 +26,7 @@ PATCH_FEATURE: dict[str, str | None] = {
     "add_column_tag": None,
 }
 Say = Callable[[Version | None], str]  # what a server of a version is sent
-RMW = "read-modify-write of {aspect} with If-Version-Match, merged again on a conflict"
-WHY_NOT = {
-    "keyed_patch": "no keyed patch before 1.3",
-    "domain_patch": "no domainAssociations before 1.7",
-    "description_patch": "no description patch before 1.4",
-}
+RMW = "read-modify-write, If-Version-Match"
 
 
 def patches(version: Version | None, kind: str) -> bool:
@@ -41,12 +36,10 @@ def patches(version: Version | None, kind: str) -> bool:
 
 
 def _change(version: Version | None, kind: str) -> str:
-    aspect = WRITERS[kind].aspect
-    if patches(version, kind):
-        keyed = PATCH_FEATURE[kind] is not None and kind != "set_description"
-        return f"PATCH {aspect}" + (" (arrayPrimaryKeys)" if keyed else " (JSON array)")
-    feature = PATCH_FEATURE[kind] or ""
-    return RMW.format(aspect=aspect) + f" ({WHY_NOT.get(feature, '')})"
+    if not patches(version, kind):
+        return RMW
+    keyed = PATCH_FEATURE[kind] is not None and kind != "set_description"
+    return "PATCH" + (" (arrayPrimaryKeys)" if keyed else " (JSON array)")
 
 
 def _changes(kind: str) -> Say:
@@ -63,16 +56,14 @@ def _gated(feature: str, new: str, old: str) -> Say:
 
 def _document(version: Version | None) -> str:
     if not supports(version, "document"):
-        return "not sent (no Document entity before 1.4): the analysis stays in the incident"
-    return "UPSERT documentInfo, then its owner as the owner change: " + _change(
-        version, "add_owner"
-    )
+        return "not sent (no Document entity): the analysis stays in the incident"
+    return f"UPSERT documentInfo; its owner: {_change(version, 'add_owner')}"
 
 
 # key -> (what a person calls it, read or write, what a server of a version is sent)
 SURFACES: dict[str, tuple[str, str, Say]] = {
     **{
-        kind: (label, "write", _changes(kind))
+        kind: (f"{label} ({WRITERS[kind].aspect})", "write", _changes(kind))
         for kind, label in (
             ("add_owner", "owner"),
             ("add_term", "glossary term"),
@@ -84,14 +75,14 @@ SURFACES: dict[str, tuple[str, str, Say]] = {
             ("add_column_tag", "column tag"),
         )
     },
-    "upsert": ("any other aspect", "write", _fixed("UPSERT of the aspect (ingestProposal)")),
+    "upsert": ("any other aspect", "write", _fixed("UPSERT (ingestProposal)")),
     "custom_assertion": (
         "assertion",
         "write",
         _gated(
             "custom_assertion",
             "GraphQL upsertCustomAssertion",
-            "UPSERT assertionInfo (the SDK's mutation needs 1.7)",
+            "UPSERT assertionInfo",
         ),
     ),
     "assertion_result": (
@@ -100,16 +91,13 @@ SURFACES: dict[str, tuple[str, str, Say]] = {
         _gated(
             "assertion_result",
             "GraphQL reportAssertionResult",
-            "UPSERT assertionRunEvent (the SDK's mutation needs 1.6)",
+            "UPSERT assertionRunEvent",
         ),
     ),
     "raise_incident": (
         "incident",
         "write",
-        _fixed(
-            "GraphQL raiseIncident, then incidentInfo.source (its assertion) by "
-            "read-modify-write with If-Version-Match (raiseIncident stores MANUAL)"
-        ),
+        _fixed("GraphQL raiseIncident; its assertion in incidentInfo.source: " + RMW),
     ),
     "resolve_incident": ("incident status", "write", _fixed("GraphQL updateIncidentStatus")),
     "document": ("post-mortem Document", "write", _document),
@@ -133,13 +121,13 @@ SURFACES: dict[str, tuple[str, str, Say]] = {
         _gated(
             "assertion_properties",
             "GraphQL assertion.info with customProperties",
-            "assertionInfo aspect (GET /aspects; customProperties not in GraphQL before 1.7)",
+            "assertionInfo aspect (Rest.li GET /aspects)",
         ),
     ),
     "whoami": (
         "reviewer identity",
         "read",
-        _fixed("GraphQL me; refused if it names the configured system client id"),
+        _fixed("GraphQL me; the configured system client id is nobody"),
     ),
 }
 

@@ -39,6 +39,19 @@ FIRST: dict[str, Version] = {
     # AssertionInfo.customProperties in GraphQL (18e23e49d2, 2026-08-04, PR 18750)
     "assertion_properties": (1, 7, 0),
 }
+# feature -> what it is and where DataHub's source proves it (the compatibility table prints it)
+EVIDENCE: dict[str, str] = {
+    "custom_assertion": "upsertCustomAssertion as the SDK sends it (PR 18748)",
+    "assertion_result": "reportAssertionResult with severity (PR 17118)",
+    "incident_status": "GraphQL Incident.incidentStatus (PR 14671)",
+    "ownership_category": "timeline category OWNERSHIP (PR 16929)",
+    "document": "the Document entity (711ac49c0a)",
+    "keyed_patch": "JSON patch object with arrayPrimaryKeys (d49b7841cb, PR 13165) and "
+    "tolerant of entries missing a key (650cff172d, PR 13618); 1.1 and 1.2 not proven",
+    "domain_patch": "Domains.domainAssociations (c3b65c7b14, PR 17884)",
+    "description_patch": "EditableDatasetPropertiesTemplate (19d3e2c00c)",
+    "assertion_properties": "GraphQL AssertionInfo.customProperties (PR 18750)",
+}
 # GraphQL operation -> the feature a server needs before it is sent that document (the rest
 # go to every 1.x); the tests validate each document against every release it is sent to.
 GRAPHQL_FROM: dict[str, str] = {
