@@ -47,9 +47,10 @@ class Replay(BaseAdapter):
         self.queue: list[dict[str, Any]] = []
         self.sent: list[requests.PreparedRequest] = []
 
-    def load(self, *names: str) -> None:
+    def load(self, *names: str, source: dict[str, Any] | None = None) -> None:
+        """Queue the exchanges of these fixtures (from ``source``, else the modelled file)."""
         for name in names:
-            self.queue.extend(EXCHANGES[name]["exchanges"])
+            self.queue.extend((source or EXCHANGES)[name]["exchanges"])
 
     def send(self, request: requests.PreparedRequest, **kwargs: Any) -> requests.Response:
         assert self.queue, f"unexpected request {request.method} {request.url}"
@@ -63,6 +64,9 @@ class Replay(BaseAdapter):
             assert re.search(rf"(query|mutation)\s+{want['operation']}\s*[({{]", body["query"])
         if "expect_variables" in want:
             assert (body.get("variables") or {}) == want["expect_variables"]  # omitted = {}
+        if "expect_proposal" in want:  # a recorded write: the same aspect, sent the same way
+            proposal = body["proposal"]
+            assert {k: proposal.get(k) for k in want["expect_proposal"]} == want["expect_proposal"]
         if "expect_query" in want:
             assert parse_qs(url.query) == want["expect_query"]
         self.sent.append(request)

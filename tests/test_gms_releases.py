@@ -90,6 +90,11 @@ def test_modelled_every_release_takes_every_change_upstream_makes(server: Modell
         ((receipt, _),) = changes.apply(graph, LEDGER, Change(kind, values))  # type: ignore[arg-type]
         assert receipt.written, (server.release.name, kind, receipt.detail)
     assert _lands(server) == {kind: True for kind, _ in CHANGES}
+    # a whole structuredProperties value (what undo restores): ours goes, theirs stays
+    theirs = {"properties": [{"propertyUrn": THEIRS, "values": [{"double": 90.0}]}]}
+    restored = graph.write_aspect(LEDGER, "structuredProperties", theirs)
+    assert restored.written, restored.detail
+    assert server.value(LEDGER, "structuredProperties") == theirs
     sent = {p["aspect"]: p for p in server.proposals(LEDGER)}
     keyed = server.release.keyed_patch
     # the SDK's patch where the release reads it; else the whole aspect, guarded by its version

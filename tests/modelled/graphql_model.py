@@ -201,8 +201,14 @@ def _me(server: Any, args: Json, node: Any, variables: Json) -> Json:
     return {"corpUser": user}
 
 
+def _lineage(server: Any, args: Json, node: Any, variables: Json) -> Json:
+    """No lineage is modelled: the server knows no downstream entity."""
+    return {"nextScrollId": None, "count": 0, "total": 0, "searchResults": []}
+
+
 RESOLVERS = {
     "scrollAcrossEntities": _search,
+    "scrollAcrossLineage": _lineage,
     "entities": _entities,
     "raiseIncident": _raise_incident,
     "updateIncidentStatus": _update_incident_status,

@@ -94,6 +94,8 @@ class ModelledGms(BaseAdapter):
             return self.ingest(body["proposal"])
         if method == "POST" and path.startswith("/openapi/v3/entity/"):
             return self.batch_get(path.split("/")[4], body, query.get("systemMetadata"))
+        if method == "GET" and path.startswith("/openapi/v2/timeline/v1/"):
+            return 200, []  # no history is modelled: every aspect was written just now
         if method == "GET" and path.startswith("/aspects/"):
             return self.rest_aspect(unquote(path[len("/aspects/") :]), query)
         if (method, path) == ("POST", "/api/graphql"):
