@@ -267,12 +267,15 @@ def test_modelled_a_concurrent_edit_is_merged_again_never_overwritten(oldest: Mo
 
     oldest.interleave.append(someone_else)
     graph = GmsGraph(HOST)
+    from datahub.emitter.rest_emitter import EmitMode
+
+    graph._graph._default_emit_mode = EmitMode.ASYNC  # as DATAHUB_EMIT_MODE=ASYNC would set it
     ((receipt, _),) = changes.apply(graph, LEDGER, Change("add_owner", ("urn:li:corpuser:bo",)))
     assert receipt.written and "after 1 concurrent edit" in receipt.detail, receipt.detail
     owners = [o["owner"] for o in (oldest.value(LEDGER, "ownership") or {})["owners"]]
     assert owners == ["urn:li:corpuser:ana", "urn:li:corpuser:cy", "urn:li:corpuser:bo"]
-    tried = [p["headers"]["If-Version-Match"] for p in oldest.proposals(LEDGER)]
-    assert tried == ["1", "2"]  # the version read each time
+    tried = [(p["headers"]["If-Version-Match"], p["async"]) for p in oldest.proposals(LEDGER)]
+    assert tried == [("1", False), ("2", False)]  # the version read each time, sent in sync
 
 
 def test_modelled_edits_that_never_stop_leave_a_receipt_and_overwrite_nothing(

@@ -5,7 +5,8 @@ refuses what a server of that release refuses (`releases`), in the words and sta
 - ``GET /config``: the release (ConfigurationController; what DataHubGraph reads).
 - ``POST /aspects?action=ingestProposal``: UPSERT and PATCH as AspectResource takes them; a
   validation failure is a 422 with the validator's message, an ``If-Version-Match`` that does
-  not name the aspect's version is refused (ConditionalWriteValidator: "Expected version ...").
+  not name the aspect's version is refused (ConditionalWriteValidator: "Expected version ...");
+  sent ``async``, the proposal is queued and a refusal never comes back.
 - ``POST /openapi/v3/entity/{type}/batchGet``: {urn, <aspect>: {value, systemMetadata}}.
 - ``GET /aspects/{urn}?aspect=&version=0``: the Rest.li aspect read (DataHubGraph.get_aspect).
 - ``POST /api/graphql``: validated against the release's schema first (`graphql_model`).
@@ -91,7 +92,7 @@ class ModelledGms(BaseAdapter):
             versions = {"acryldata/datahub": {"version": self.release.version, "commit": "0"}}
             return 200, {"noCode": "true", "versions": versions}
         if method == "POST" and path == "/aspects" and query.get("action") == "ingestProposal":
-            return self.ingest(body["proposal"])
+            return self.ingest(body["proposal"], asynchronous=body.get("async") == "true")
         if method == "POST" and path.startswith("/openapi/v3/entity/"):
             return self.batch_get(path.split("/")[4], body, query.get("systemMetadata"))
         if method == "GET" and path.startswith("/openapi/v2/timeline/v1/"):
@@ -109,7 +110,7 @@ class ModelledGms(BaseAdapter):
         return status, {"exceptionClass": exception, "message": message, "status": status}
 
     # -- Rest.li ingestProposal -----------------------------------------------------------
-    def ingest(self, proposal: Json) -> tuple[int, Json]:
+    def ingest(self, proposal: Json, asynchronous: bool = False) -> tuple[int, Json]:
         urn, aspect, change = proposal["entityUrn"], proposal["aspectName"], proposal["changeType"]
         body = json.loads(proposal["aspect"]["value"])
         headers = proposal.get("headers") or {}
@@ -121,7 +122,8 @@ class ModelledGms(BaseAdapter):
                 "change": change,
                 "headers": headers,
                 "body": body,
-            }  # fmt: skip
+                "async": asynchronous,
+            }
         )
         if entity_of(urn) == "document" and not self.release.documents:
             return self.refusal(500, "Failed to find entity with name document in EntityRegistry")
@@ -135,6 +137,8 @@ class ModelledGms(BaseAdapter):
             self.interleave.pop(0)()
         expected, actual = headers.get("If-Version-Match"), self.version(urn, aspect)
         if expected is not None and expected != actual:
+            if asynchronous:  # queued: the consumer drops it later, and nobody is told
+                return 200, {"value": urn}
             return self.refusal(
                 422,
                 "Failed to validate MCP due to: ValidationExceptionCollection{EntityAspect:"

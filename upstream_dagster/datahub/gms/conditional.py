@@ -58,6 +58,7 @@ class ConditionalWrites(GmsReads):
         the tries it took (0: the aspect already held the change); raises `ConcurrentEdits`
         when every try met a concurrent edit."""
         from datahub.configuration.common import OperationalError
+        from datahub.emitter.rest_emitter import EmitMode
 
         for attempt in range(1, self.conflict_tries + 1):
             current, version = self.versioned(urn, aspect)
@@ -66,8 +67,8 @@ class ConditionalWrites(GmsReads):
                 return 0
             mcp = build_mcp(urn, aspect, want)
             mcp.headers = {IF_VERSION_MATCH: version}
-            try:
-                self._graph.emit_mcp(mcp)
+            try:  # synchronous whatever DATAHUB_EMIT_MODE says: a refusal must come back here
+                self._graph.emit_mcp(mcp, emit_mode=EmitMode.SYNC_PRIMARY)
             except OperationalError as exc:
                 if is_conflict(exc):
                     continue
