@@ -91,4 +91,7 @@ def test_every_write_surface_reads_back(graph: MetadataGraph) -> None:
     from upstream_dagster.datahub.spike import PASS, spike
 
     results = spike(graph)
-    assert [(s.name, s.result) for s in results if s.result != PASS] == []
+    # a server older than 1.4 has no Document entity: that surface says so, and nothing else
+    too_old = "has no Document entity (DataHub 1.4 added it)"
+    failed = [(s.name, s.result) for s in results if s.result != PASS and too_old not in s.detail]
+    assert failed == []

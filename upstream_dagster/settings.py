@@ -29,6 +29,9 @@ class Settings:
     gate_db: str | None = None
     # The policy digest the deployment pins (UPSTREAM_POLICY_PIN): only it may be in force.
     policy_pin: str | None = None
+    # The actor a DataHub server with authentication off answers as (DATAHUB_SYSTEM_CLIENT_ID,
+    # the server's own setting of that name; DataHub's default below): it names no reviewer.
+    datahub_system_client_id: str = "__datahub_system"
 
     # Everything Upstream keeps on disk lives under state_dir (git-ignored), never in $HOME.
     @property
@@ -79,4 +82,5 @@ def load() -> Settings:
         feeds_sql=Path(feeds).resolve() if feeds else None,
         gate_db=os.environ.get("UPSTREAM_GATE_DB") or None,
         policy_pin=os.environ.get("UPSTREAM_POLICY_PIN") or None,
+        datahub_system_client_id=os.environ.get("DATAHUB_SYSTEM_CLIENT_ID") or "__datahub_system",
     )

@@ -123,16 +123,29 @@ def summary() -> None:
     guarded(lambda: print_summary(settings_mod.load()))
 
 
+RECORD_HELP = (
+    "Keep every exchange with your DataHub server in this file (no token, no host), for the "
+    "project's tests to replay: see docs/datahub.md"
+)
+
+
 @app.command()
-def spike() -> None:
+def spike(
+    record: Annotated[Path | None, typer.Option("--record", help=RECORD_HELP)] = None,
+) -> None:
     """Exercise every DataHub surface Upstream uses against the configured DataHub (a GMS when
     DATAHUB_GMS_URL is set): PASS only for what read back. Writes go to one scratch dataset."""
     settings = settings_mod.load()
     target = Target.of(settings)
     try:
-        with connected(target) as graph:
-            server = graph.server
-            surfaces = run_spike(graph)
+        if record is not None:
+            from upstream_dagster.datahub.spike_record import recorded_spike
+
+            server, surfaces = recorded_spike(target, record)
+        else:
+            with connected(target) as graph:
+                server = graph.server
+                surfaces = run_spike(graph)
     except UpstreamError as exc:
         fail(exc)
     hint = "" if target.gms_url else " (set DATAHUB_GMS_URL for a server)"
@@ -145,6 +158,8 @@ def spike() -> None:
     out.print(table)
     passed = sum(s.result == PASS for s in surfaces)
     out.print(f"{passed}/{len(surfaces)} surfaces PASS")
+    if record is not None:
+        out.print(f"every exchange recorded in {record}: see docs/datahub.md for where to send it")
     if passed != len(surfaces):
         raise typer.Exit(1)
 

@@ -58,8 +58,12 @@ def open_graph(target: Target | Settings, *, create: bool = False) -> MetadataGr
 
 def whoami(target: Target | Settings, token: str) -> str:
     """The DataHub user a reviewer's own token belongs to (a GMS only: the embedded DataHub Lite
-    has no users or tokens)."""
+    has no users or tokens). The server's system client id (configured as on the server, with
+    DATAHUB_SYSTEM_CLIENT_ID) names nobody."""
+    from upstream_dagster.settings import load
+
     where = target if isinstance(target, Target) else Target.of(target)
+    system = (target if isinstance(target, Settings) else load()).datahub_system_client_id
     if not where.gms_url:
         raise UpstreamError(
             "estate.yaml says DataHub identifies approvers, but this is the embedded DataHub "
@@ -69,7 +73,7 @@ def whoami(target: Target | Settings, token: str) -> str:
     _sdk.prepare(where.sdk_home)
     from upstream_dagster.datahub.gms.identity import whoami as ask
 
-    return ask(where.gms_url, token)
+    return ask(where.gms_url, token, system_client_id=system)
 
 
 @contextmanager

@@ -22,18 +22,23 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from upstream_dagster.datahub import _sdk
-from upstream_dagster.datahub.gms.reads import run_events
-from upstream_dagster.datahub.graphql_ops import ASSERTION_CHECK, RUN_EVENTS
-from upstream_dagster.datahub.incidents import check_from_graphql, incident_key
+from upstream_dagster.datahub.action_reads import (
+    CheckName,
+    RunStamp,
+    check_of_from,
+    check_of_graph,
+    run_stamp_from,
+)
+from upstream_dagster.datahub.incidents import incident_key
 from upstream_dagster.datahub.model import AssertionRun
 from upstream_dagster.errors import UpstreamError
 
 log = logging.getLogger(__name__)
+__all__ = ["UpstreamAction", "check_of_from", "launch_for", "run_stamp_from"]
 BREAKING = {"REMOVE", "MODIFY"}
 ADD_PARTITION = """mutation upstreamAddIncident($repositorySelector: RepositorySelector!,
   $partitionsDefName: String!, $partitionKey: String!) {
@@ -100,12 +105,6 @@ def _failure_from_mcl(event: dict[str, Any]) -> AssertionRun | None:
     )
 
 
-# (assertion URN, run id) -> the run event's own timestampMillis, or None when not found
-RunStamp = Callable[[str, str], int | None]
-# assertion URN -> the check's short name, as the sensor names it ("" when DataHub did not say)
-CheckName = Callable[[str], str]
-
-
 def launch_for(
     event_type: str,
     event: dict[str, Any],
@@ -155,37 +154,6 @@ def launch_for(
         run.asserted_urn,
         {"upstream/assertion": run.assertion_urn},
     )
-
-
-def check_of_from(execute: Callable[..., dict[str, Any]]) -> CheckName:
-    """A `CheckName` over a GraphQL executor: the assertion's info, named as the sensor names it."""
-
-    def check(assertion: str) -> str:
-        try:
-            data = execute(ASSERTION_CHECK, variables={"urn": assertion})
-        except Exception as exc:  # noqa: BLE001 - the framework's client raises many types
-            log.warning("could not read the assertion %s: %s", assertion, exc)
-            return ""
-        return check_from_graphql(((data or {}).get("assertion") or {}).get("info") or {})
-
-    return check
-
-
-def run_stamp_from(execute: Callable[..., dict[str, Any]]) -> RunStamp:
-    """A `RunStamp` over a GraphQL executor (the Actions framework's DataHub connection): the
-    assertion's recent run events, the one with the run id (else the latest)."""
-
-    def stamp(assertion: str, run_id: str) -> int | None:
-        try:
-            data = execute(RUN_EVENTS, variables={"urns": [assertion], "limit": 10, "start": None})
-        except Exception as exc:  # noqa: BLE001 - the framework's client raises many types
-            log.warning("could not read the run events of %s: %s", assertion, exc)
-            return None
-        events = run_events(data)
-        match = [e for e in events if e.get("runId") == run_id] or events
-        return max((int(e["timestampMillis"]) for e in match), default=None)
-
-    return stamp
 
 
 class DagsterLauncher:
@@ -319,7 +287,7 @@ class UpstreamAction(_action_base()):  # type: ignore[misc]
         return cls(
             config_dict or {},
             run_stamp=run_stamp_from(graph.execute_graphql),
-            check_of=check_of_from(graph.execute_graphql),
+            check_of=check_of_graph(graph),
         )
 
     def act(self, event: Any) -> None:

@@ -147,7 +147,7 @@ def post_mortem(
 ) -> list[Written]:
     """The post-mortem as a DataHub Document: what failed, the cause with its evidence, the
     fix and who approved it, the time to resolve; related to the symptom, the cause and every
-    impacted asset, so it shows on each of them. A server older than 1.7 has no Document: the
+    impacted asset, so it shows on each of them. A server older than 1.4 has no Document: the
     write is refused with that reason, and the incident's description keeps the analysis."""
     if not v.concluded or v.cause is None:
         return []
@@ -182,7 +182,17 @@ def post_mortem(
             "failureClass": v.failure_class or "",
         },
     }
-    return [changes.write(graph, document_urn(v.key), "documentInfo", info)]
+    return document(graph, document_urn(v.key), info)
+
+
+def document(graph: MetadataGraph, urn: str, info: Json) -> list[Written]:
+    """A Document and its owner: the info as Upstream writes it, then Upstream added as an
+    owner through the owner change, so the Document has an owner and anyone a person adds
+    later stays (a server names no owner for a Document written as an aspect)."""
+    written = changes.write(graph, urn, "documentInfo", info)
+    if not written.receipt.written:
+        return [written]
+    return [written, *changes.apply(graph, urn, Change("add_owner", (ACTOR,)))]
 
 
 def runbook(

@@ -2,9 +2,9 @@
 
 Reads run against what is there (the first datasets search finds); writes go to one scratch
 dataset of Upstream's own (``urn:li:dataset:(urn:li:dataPlatform:upstream,spike.<stamp>,PROD)``)
-and its assertion and incident, so nobody's metadata is touched. A surface is PASS only when what
-it wrote (or asked for) read back; PARTIAL when the call was accepted but the answer was empty
-or did not read back; FAIL when the call raised.
+and its assertion, incident and post-mortem Document, so nobody's metadata is touched. A surface
+is PASS only when what it wrote (or asked for) read back; PARTIAL when the call was accepted but
+the answer was empty or did not read back; FAIL when the call raised.
 """
 
 from __future__ import annotations
@@ -16,12 +16,13 @@ from typing import Any
 
 from upstream_dagster import clock
 from upstream_dagster.conformance.proposals import Change, ChangeKind
-from upstream_dagster.datahub import aspects, changes
+from upstream_dagster.datahub import aspects, changes, scribe
 from upstream_dagster.datahub.model import Receipt, SearchQuery
 from upstream_dagster.datahub.protocol import MetadataGraph
 
 PASS, PARTIAL, FAIL = "PASS", "PARTIAL", "FAIL"
 SPIKE_PROPERTY = "urn:li:structuredProperty:upstreamSpike"
+SPIKE_TERM = "urn:li:glossaryTerm:upstream-spike"
 
 
 @dataclass(frozen=True)
@@ -48,13 +49,18 @@ def _found(n: int, what: str) -> tuple[str, str]:
     return (PASS if n else PARTIAL), f"{n} {what}" if n else f"answered, but no {what}"
 
 
-def spike(graph: MetadataGraph) -> list[Surface]:
-    """Every surface, in the order Upstream uses them; one failure never stops the rest."""
-    now = clock.now_ms()
+def spike(
+    graph: MetadataGraph, mark: Callable[[str], None] | None = None, now_ms: int | None = None
+) -> list[Surface]:
+    """Every surface, in the order Upstream uses them; one failure never stops the rest.
+    ``mark`` is told each surface's name before it runs (a recording groups its exchanges);
+    ``now_ms`` names the scratch entities (a replay gives the recorded one)."""
+    now = clock.now_ms() if now_ms is None else now_ms
     scratch = f"urn:li:dataset:(urn:li:dataPlatform:upstream,spike.{now},PROD)"
     digest = hashlib.sha1(scratch.encode()).hexdigest()[:16]
     assertion = f"urn:li:assertion:upstream-spike-{digest}"
     incident = f"urn:li:incident:upstream-spike-{digest}"
+    document = f"urn:li:document:upstream-spike-{digest}"
     datasets: list[str] = []
 
     def search() -> tuple[str, str]:
@@ -135,6 +141,24 @@ def spike(graph: MetadataGraph) -> list[Surface]:
             return PARTIAL, f"{receipt.detail}; but the run event does not read back"
         return PASS, f"{receipt.detail}; read back ({back[-1].result})"
 
+    def post_mortem() -> tuple[str, str]:
+        stamp = {"time": now, "actor": aspects.ACTOR}
+        info = {
+            "title": f"Upstream spike {now}",
+            "contents": {"text": "Written by `upstream spike`."},
+            "status": {"state": "UNPUBLISHED"},
+            "created": stamp,
+            "lastModified": stamp,
+            "relatedAssets": [{"asset": scratch}],
+        }
+        receipts = changes.receipts(scribe.document(graph, document, info))
+        if not all(r.written for r in receipts):
+            return PARTIAL, "; ".join(r.detail for r in receipts)
+        owned = graph.get_aspects([document], ["ownership"]).get(document, {})
+        if aspects.ACTOR not in str(owned.get("ownership")):
+            return PARTIAL, f"{receipts[0].detail}; but its owner does not read back"
+        return PASS, f"{receipts[0].detail}; with its owner; read back"
+
     def incident_info(state: str, stage: str) -> dict[str, object]:
         stamp = {"time": now, "actor": "urn:li:corpuser:upstream"}
         return {
@@ -146,7 +170,7 @@ def spike(graph: MetadataGraph) -> list[Surface]:
             "priority": 3,
             "assignees": [],
             "status": {"state": state, "stage": stage, "message": "spike", "lastUpdated": stamp},
-            "source": {"type": "MANUAL"},
+            "source": {"type": "ASSERTION_FAILURE", "sourceUrn": assertion},
             "created": stamp,
             "startedAt": now,
         }
@@ -158,7 +182,10 @@ def spike(graph: MetadataGraph) -> list[Surface]:
                 graph,
                 receipt,
                 "incidentInfo",
-                lambda v: (v.get("status") or {}).get("state") == state,
+                lambda v: (
+                    (v.get("status") or {}).get("state") == state
+                    and (v.get("source") or {}).get("sourceUrn") == assertion
+                ),
             )
 
         return run
@@ -172,21 +199,27 @@ def spike(graph: MetadataGraph) -> list[Surface]:
         ("timeline", op("timeline"), timeline),
         ("assertion runs", op("assertion_runs"), runs),
         ("upsert an aspect", op("upsert"), upsert),
-        ("owner", op("patch"), patched("add_owner", "urn:li:corpuser:upstream")),
-        ("tag", op("patch"), patched("add_tag", "urn:li:tag:upstream-spike")),
-        ("glossary term", op("patch"), patched("add_term", "urn:li:glossaryTerm:upstream-spike")),
-        ("structured property", op("patch"), structured),
-        ("runbook link", op("patch"), patched(
+        ("owner", op("add_owner"), patched("add_owner", "urn:li:corpuser:upstream")),
+        ("tag", op("add_tag"), patched("add_tag", "urn:li:tag:upstream-spike")),
+        ("glossary term", op("add_term"), patched("add_term", SPIKE_TERM)),
+        ("structured property", op("set_structured_property"), structured),
+        ("runbook link", op("add_memory"), patched(
             "add_memory", "https://upstream.invalid/runbooks/spike", "Upstream spike runbook")),
-        ("column tag", op("patch"), patched(
+        ("column tag", op("add_column_tag"), patched(
             "add_column_tag", "spike_column", "urn:li:tag:upstream-spike")),
+        ("domain", op("set_domain"), patched("set_domain", "urn:li:domain:upstream-spike")),
+        ("description", op("set_description"), patched(
+            "set_description", "Scratch dataset of `upstream spike`, described.")),
         ("custom assertion", op("custom_assertion"), custom_assertion),
         ("assertion result", op("assertion_result"), result),
         ("raise incident", op("raise_incident"), moved("ACTIVE", "TRIAGE")),
         ("resolve incident", op("resolve_incident"), moved("RESOLVED", "FIXED")),
+        ("post-mortem document", op("document"), post_mortem),
     ]  # fmt: skip
     out = []
     for name, operation, run in surfaces:
+        if mark is not None:
+            mark(name)
         try:
             verdict, detail = run()
         except Exception as exc:  # noqa: BLE001 - a spike reports every failure and goes on

@@ -17,20 +17,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
-
-import requests
-from requests.adapters import BaseAdapter, HTTPAdapter
 
 from upstream_dagster.conformance.proposals import Change
 from upstream_dagster.datahub import aspects, changes
 from upstream_dagster.datahub.gms import GmsGraph
+from upstream_dagster.datahub.gms.recorder import Recorder, recording
 from upstream_dagster.datahub.model import Json, SearchQuery
 from upstream_dagster.datahub.probe import read_history, schema_changes
 from upstream_dagster.errors import UpstreamError
@@ -42,49 +37,6 @@ RAW_DBT = "urn:li:dataset:(urn:li:dataPlatform:dbt,acme.raw.rebates,PROD)"
 GUARD = "urn:li:assertion:upstream-guard-00aa11bb22cc33dd"
 KEY = "urn:li:incident:upstream-0123456789abcdef0123"
 RAISED, RESOLVED = "NULLs in rebate_amt", "check passes after the fix"
-
-
-@dataclass
-class Recorder(BaseAdapter):
-    """Passes every request on (through ``inner``) and keeps it with its answer."""
-
-    inner: BaseAdapter = field(default_factory=HTTPAdapter)
-    exchanges: list[Json] = field(default_factory=list)
-    recording: bool = True
-
-    def __post_init__(self) -> None:
-        super().__init__()
-
-    def send(  # type: ignore[override]
-        self, request: requests.PreparedRequest, **kwargs: Any
-    ) -> requests.Response:
-        response = self.inner.send(request, **kwargs)
-        if self.recording:
-            self.exchanges.append(exchange(request, response))
-        return response
-
-    def close(self) -> None:
-        self.inner.close()
-
-
-def exchange(request: requests.PreparedRequest, response: requests.Response) -> Json:
-    url = urlsplit(request.url or "")
-    out: Json = {"method": request.method, "path": url.path}
-    if url.query:
-        out["expect_query"] = parse_qs(url.query)
-    body = json.loads(request.body) if isinstance(request.body, str | bytes) else None
-    if isinstance(body, dict) and "query" in body:
-        name = re.search(r"(?:query|mutation)\s+(\w+)", str(body["query"]))
-        if name:
-            out["operation"] = name.group(1)
-        out["expect_variables"] = body.get("variables") or {}
-    if response.status_code != 200:
-        out["status"] = response.status_code
-    try:
-        out["response"] = response.json()
-    except ValueError:
-        out["response"] = {"text": response.text[:2000]}
-    return out
 
 
 # What the scenes write: the same values the modelled fixtures expect (the tests use them too).
@@ -213,21 +165,13 @@ def main(argv: list[str] | None = None) -> int:
     url = os.environ.get("DATAHUB_GMS_URL")
     if not url:
         raise SystemExit("set DATAHUB_GMS_URL (and DATAHUB_GMS_TOKEN) to the GMS to capture from")
-    recorder = Recorder()
-    original = requests.Session.get_adapter
-
-    def get_adapter(self: requests.Session, target: str) -> BaseAdapter:
-        return recorder if target.startswith(url.rstrip("/")) else original(self, target)
-
-    requests.Session.get_adapter = get_adapter  # type: ignore[method-assign,assignment]
+    token = os.environ.get("DATAHUB_GMS_TOKEN")
     try:
         modelled = json.loads(args.modelled.read_text())
-        token = os.environ.get("DATAHUB_GMS_TOKEN")
-        found = capture(lambda: GmsGraph(url, token), recorder, modelled)
+        with recording(url, secrets=(token or "",)) as recorder:
+            found = capture(lambda: GmsGraph(url, token), recorder, modelled)
     except UpstreamError as exc:
         raise SystemExit(f"error: {exc.problem}\n  fix: {exc.fix}") from None
-    finally:
-        requests.Session.get_adapter = original  # type: ignore[method-assign]
     found["_about"] = (
         f"HTTP exchanges captured from a live DataHub GMS on {time.strftime('%Y-%m-%d')} by "
         "`python -m upstream_dagster.evaluation.capture`, in the modelled fixtures' format."

@@ -61,27 +61,9 @@ class GmsClient:
 
     def operation(self, surface: str) -> str:
         """What this server is sent for a surface (``upstream spike`` prints it)."""
-        before = versions.shown(self.version)
-        paths = {
-            "search": "GraphQL scrollAcrossEntities",
-            "aspects": "OpenAPI v3 batchGet",
-            "lineage": "lineage aspects; GraphQL scrollAcrossLineage downstream",
-            "timeline": "OpenAPI v2 timeline"
-            + ("" if self.supports("ownership_category") else " (category OWNER)"),
-            "assertion_runs": "GraphQL entities.runEvents",
-            "upsert": "ingestProposal UPSERT",
-            "patch": "ingestProposal PATCH",
-            "custom_assertion": "GraphQL upsertCustomAssertion"
-            if self.supports("custom_assertion")
-            else f"ingestProposal UPSERT assertionInfo (server {before}: no mutation before 1.7)",
-            "assertion_result": "GraphQL reportAssertionResult"
-            if self.supports("assertion_result")
-            else f"ingestProposal assertionRunEvent (server {before}: mutation from 1.6)",
-            "raise_incident": "GraphQL raiseIncident, read back "
-            + ("by incidentStatus" if self.supports("incident_status") else "as incidentInfo"),
-            "resolve_incident": "GraphQL updateIncidentStatus",
-        }
-        return paths.get(surface, surface)
+        from upstream_dagster.datahub.gms.routes import describe
+
+        return describe(self.version, surface)
 
     def _count(self, response: Any, *args: Any, **kwargs: Any) -> Any:
         self.counter.add(response.request.method.lower())

@@ -3,8 +3,10 @@
 GraphQL ``me`` answers with the authenticated actor's ``corpUser`` (DataHub's MeResolver reads
 the actor the AuthenticationFilter derived from the ``Authorization: Bearer`` header; a token it
 does not accept is a 401 before any resolver runs). A server with metadata-service
-authentication off authenticates every request as its system actor: that names nobody, so it is
-refused. The token is sent in this one exchange and kept nowhere; no message repeats it."""
+authentication off authenticates every request as its system client (``__datahub_system``
+unless the server's DATAHUB_SYSTEM_CLIENT_ID says otherwise, which Upstream is configured with
+too): that names nobody, so it is refused. No name is guessed at from its spelling. The token
+is sent in this one exchange and kept nowhere; no message repeats it."""
 
 from __future__ import annotations
 
@@ -18,8 +20,14 @@ USE_YOUR_TOKEN = (
 )
 
 
-def whoami(url: str, token: str, *, timeout_sec: float = 15) -> str:
-    """The DataHub username ``token`` belongs to on the GMS at ``url``."""
+SYSTEM_CLIENT_ID = "__datahub_system"  # DataHub's default (application.yaml)
+
+
+def whoami(
+    url: str, token: str, *, system_client_id: str = SYSTEM_CLIENT_ID, timeout_sec: float = 15
+) -> str:
+    """The DataHub username ``token`` belongs to on the GMS at ``url``; refused when it is the
+    server's system client, as with authentication off."""
     if not token:
         raise UpstreamError("no DataHub token came with the approval", USE_YOUR_TOKEN)
     try:
@@ -38,11 +46,12 @@ def whoami(url: str, token: str, *, timeout_sec: float = 15) -> str:
         client.close()
     user = (data.get("me") or {}).get("corpUser") or {}
     name = str(user.get("username") or str(user.get("urn", "")).rpartition(":")[2])
-    if not name or name.startswith("__"):
+    if not name or name == system_client_id:
         raise UpstreamError(
-            f"DataHub answered for {name or 'nobody'}, not a person: authentication is off on "
-            "this server, so any token is its system actor",
+            f"DataHub answered for {name or 'nobody'}, its system client, not a person: "
+            "authentication is off on this server, so any token is its system actor",
             "turn on DataHub's metadata-service authentication, or set policies.identity to "
-            "signed in estate.yaml",
+            "signed in estate.yaml (if the server's DATAHUB_SYSTEM_CLIENT_ID is not the "
+            "default, set Upstream's DATAHUB_SYSTEM_CLIENT_ID to the same value)",
         )
     return name
