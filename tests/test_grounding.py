@@ -148,7 +148,9 @@ def test_a_tie_is_no_proposal_says_who_is_tied_and_a_later_rule_may_break_it() -
     ctx = graph(parent, a, b, orphan)
     found = owner(ctx, orphan.urn)
     assert isinstance(found, Abstain)
-    assert found.reason.startswith("owners: lineage splits evenly between Ana Souza, Bo Chen (1 ")
+    assert found.reason.startswith(
+        "owners: the lineage rule splits evenly between Ana Souza, Bo Chen (1 "
+    )
     assert "a person chooses" in found.reason
     assert any(line.startswith("container: nothing found") for line in found.looked)
     # a dashboard that reads it, owned by one of the tied, breaks the tie among them only
@@ -182,7 +184,7 @@ def test_no_domain_from_two_hops_away_when_the_parents_disagree() -> None:
     ctx = graph(grand, p1, p2, child)
     found = infer_domain(ctx, Carry(ctx), ctx.by_urn[child.urn])
     assert isinstance(found, Abstain)
-    assert "lineage splits evenly between finance, sales" in found.reason
+    assert "the lineage rule splits evenly between finance, sales" in found.reason
     # a single-domain parent is a proposal, citing the parent by name and platform
     only = graph(grand, p1, AssetFacts(ds("marts.c2"), upstreams=(p1.urn,)))
     ok = infer_domain(only, Carry(only), only.by_urn[ds("marts.c2")])

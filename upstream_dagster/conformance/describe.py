@@ -46,7 +46,7 @@ def first_sentence(text: str) -> str:
     return ""
 
 
-def _inherited(ctx: MetadataContext, carry: Carry, a: AssetFacts) -> tuple[
+def inherited(ctx: MetadataContext, carry: Carry, a: AssetFacts) -> tuple[
     tuple[tuple[str, str], ...], tuple[str, ...]
 ]:  # fmt: skip
     """Column descriptions carried from the same column elsewhere, and where each came from,
@@ -155,7 +155,7 @@ def _restated(ctx: MetadataContext, a: AssetFacts) -> str | None:
 def describe(ctx: MetadataContext, carry: Carry, a: AssetFacts) -> Described | tuple[str, ...]:
     """A description for ``a`` with its sources; or what was looked at, when nothing can be
     said at all."""
-    columns, column_evidence = _inherited(ctx, carry, a)
+    columns, column_evidence = inherited(ctx, carry, a)
     looked: list[str] = []
     copies = list(carry.copies(a))
     for other, via in copies:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from upstream_dagster.conformance.carry import Carry
 from upstream_dagster.conformance.context import AssetFacts, MetadataContext
-from upstream_dagster.conformance.describe import Described, describe
+from upstream_dagster.conformance.describe import Described, describe, inherited
 from upstream_dagster.conformance.proposals import Change
 from upstream_dagster.conformance.requirements import CheckResult, ran
 from upstream_dagster.conformance.stewardship import decide
@@ -100,9 +100,27 @@ def infer_description(
         return Abstain(
             "description: only a generated restatement is possible, and this tier does not "
             "count generated text (accept_generated_descriptions is off)",
-            (*found.looked, f"generated would read: {found.text[:160]}"),
+            (*found.looked, f"generated would read: {_clip(found.text, 200)}"),
         )
     return Change("set_description", (found.text,), found.columns), found.evidence
+
+
+def infer_columns(ctx: MetadataContext, carry: Carry, a: AssetFacts) -> Found | None:
+    """Descriptions for the undocumented columns that carry a documented one unchanged, on an
+    asset whose own description needs nothing: DataHub's documentation propagation and
+    dbt-osmosis document a carried column whatever its table says. None: nothing to carry."""
+    columns, evidence = inherited(ctx, carry, a)
+    if not columns:
+        return None
+    flat = tuple(x for pair in columns for x in pair)
+    return Change("set_column_descriptions", flat), (
+        *evidence,
+        "column documentation is not a scored requirement: it moves no check on the dial",
+    )
+
+
+def _clip(text: str, most: int) -> str:
+    return text if len(text) <= most else text[: most - 3] + "..."
 
 
 def infer_term(ctx: MetadataContext, a: AssetFacts) -> Found | Abstain:

@@ -3,7 +3,8 @@
 Every value cites where it came from in the graph (`infer`). A requirement with nothing in the
 graph to infer from stays a violation, listed with the rule that looked and what it found:
 guessing into a catalog people trust is worse than a gap. Proposals whose simulated benefit is
-nothing are dropped, not shown.
+nothing are dropped, not shown, except column descriptions carried along lineage onto a table
+that needs no description: no requirement scores columns, and a steward still wants them.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from upstream_dagster.conformance import match
 from upstream_dagster.conformance.carry import Carry
 from upstream_dagster.conformance.context import MetadataContext
 from upstream_dagster.conformance.fields import field_name
-from upstream_dagster.conformance.infer import Abstain, infer, walk
+from upstream_dagster.conformance.infer import Abstain, infer, infer_columns, walk
 from upstream_dagster.conformance.proposals import (
     Price,
     Proposal,
@@ -52,14 +53,23 @@ class Plan:
         as such, the column descriptions written with a description counted and named as
         people name fields."""
         change = p.effective_change()
+        if change.kind == "set_column_descriptions":
+            paths = change.values[::2]
+            names = ", ".join(field_name(path) for path in paths[:3])
+            more = f" and {len(paths) - 3} more" if len(paths) > 3 else ""
+            return f"{_count(len(paths), 'column description')} inherited: {names}{more}"
         value = ", ".join(self.display(v) for v in change.values)
         if change.kind == "set_description" and is_generated(change.values[0]):
             value = "[generated] " + value.removeprefix(GENERATED)
         if change.columns:
             names = ", ".join(field_name(path) for path, _ in change.columns[:3])
             more = f" and {len(change.columns) - 3} more" if len(change.columns) > 3 else ""
-            value += f" (+ {len(change.columns)} column descriptions: {names}{more})"
+            value += f" (+ {_count(len(change.columns), 'column description')}: {names}{more})"
         return value
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
 def simulate(
@@ -87,6 +97,31 @@ def _price(
         len(downstream),
         sum(1 for d in downstream if tiers.get(d.urn) in top_tiers),
     )
+
+
+COLUMNS = "column_descriptions"  # not a requirement: documentation carried along lineage
+
+
+def _column_proposals(
+    ctx: MetadataContext,
+    carry: Carry,
+    base: Dial,
+    candidates: list[Proposal],
+    rejected: frozenset[str],
+) -> list[Proposal]:
+    """Column descriptions inherited on scored assets whose own description needs no proposal
+    (one that does carries its columns with it). Ranked after every violation: risk 0."""
+    described = {p.asset for p in candidates if p.change.kind == "set_description"}
+    tiers = dict((r.asset, r.tier) for r in base.results)
+    found = []
+    for asset, tier in sorted(tiers.items()):
+        inferred = None if asset in described else infer_columns(ctx, carry, ctx.by_urn[asset])
+        if inferred is not None:
+            change, evidence = inferred
+            pid = proposal_id(asset, COLUMNS, change)
+            if pid not in rejected:
+                found.append(Proposal(pid, asset, tier, COLUMNS, change, evidence))
+    return found
 
 
 def plan(
@@ -127,10 +162,13 @@ def plan(
         candidates.append(
             Proposal(pid, r.asset, r.tier, r.requirement, change, evidence, v.risk.score)
         )
+    candidates += _column_proposals(ctx, carry, base, candidates, rejected)
     priced, dropped = [], 0
     for p in candidates:
         price = _price(base, simulate(ctx, spec, (p,), now_ms), ctx, p, top)
-        if price.checks_fixed == 0 and price.delta_points <= 0:
+        # carried column documentation moves no check, and is still what a steward wants
+        unscored = p.change.kind == "set_column_descriptions" and price.checks_broken == 0
+        if price.checks_fixed == 0 and price.delta_points <= 0 and not unscored:
             dropped += 1
             shown = ", ".join(p.change.values)[:120]
             unfixable.append(

@@ -258,10 +258,9 @@ def _lead(
             return Decision(_evidence_for(ctx, kind, name, lead, votes, seen), tuple(looked), lead)
         top = max(votes.values())
         among = {v for v, n in votes.items() if n == top}
-        tied = (
-            tied or f"{name} splits evenly between {_few(ctx, sorted(among))} ({_share(top)} each)"
-        )
-        looked[-1] += f" (tied: {_few(ctx, sorted(among))}, {_share(top)} each)"
+        who = _few(ctx, sorted(among))
+        tied = tied or f"the {name} rule splits evenly between {who} ({_share(top)} each)"
+        looked[-1] += f" (tied: {who}, {_share(top)} each)"
     return Decision((), tuple(looked), (), among is not None, tied)
 
 
