@@ -48,6 +48,12 @@ def test_the_assistant_reads_the_dial_a_datasets_violations_and_the_queue(
             dial = _text(answers["dial"])
             # the first failing dataset the dial knows of, asked about by name
             answers["violations"] = await client.call_tool("violations", {"dataset": "shop.orders"})
+            answers["planned"] = await client.call_tool(
+                "violations", {"dataset": "intermediate.int_payments_by_order"}
+            )
+            answers["tie"] = await client.call_tool(
+                "violations", {"dataset": "intermediate.int_shipment_times"}
+            )
             answers["dial_text"] = dial
             return answers
 
@@ -60,6 +66,15 @@ def test_the_assistant_reads_the_dial_a_datasets_violations_and_the_queue(
     assert "not scored" in _text(answers["bad"])
     about = _text(answers["violations"])
     assert "require_owner" in about and "risk" in about  # the demo's raw feeds have no owner
+    # what Upstream proposes for it, with the evidence; or why nothing, rule by rule
+    assert "a priced proposal waits for the next batch" in about  # beyond max_proposals
+    planned = _text(answers["planned"])
+    assert "proposed (p-" in planned
+    assert "add_owner alice [lineage: fct_orders (dbt) (downstream): alice" in planned
+    assert "set_description One row per order_id, aggregated from stg_payments" in planned
+    tie = _text(answers["tie"])
+    assert "stays: owners: the lineage rule splits evenly between bob, carol (2 each)" in tie
+    assert "lineage: stg_orders (dbt) (upstream): bob" in tie  # what the rule found
     assert _text(answers["queue"])
     assert answers["missing"].is_error and "no investigation" in _text(answers["missing"])
     assert _lite(shared_estate) == before  # nothing was written

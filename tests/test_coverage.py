@@ -450,6 +450,14 @@ def test_the_cli_approves_only_the_batch_it_showed_and_refuses_before_launching(
 
     shown = cli("plan")
     assert shown.returncode == 0, shown.stderr[-2000:]
+    # every violation that stays is printed with its reason, and what each rule found
+    assert "violations stay, each with its reason below" in shown.stdout
+    assert (
+        "int_shipment_times (dbt): owners: the lineage rule splits evenly between bob, carol"
+        in (shown.stdout)
+    )
+    assert re.search(r"^ +lineage: stg_orders \(dbt\) \(upstream\): bob", shown.stdout, re.M)
+    assert re.search(r"^descriptions: 28 documented -> \d+, 0 generated -> 0", shown.stdout, re.M)
     found = re.search(r"^batch (\w+):", shown.stdout, re.M)
     assert found and f"--digest {found[1]}" in shown.stdout
     digest = found[1]

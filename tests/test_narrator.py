@@ -86,12 +86,18 @@ def test_recorded_budget_and_api_failure_fall_back_to_the_template_with_a_reason
 def test_narration_changes_what_is_written_but_not_the_batch_digest(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    raw = A.replace("marts.fct_ledger", "raw.ledger")
     ctx = MetadataContext(
         as_of_ms=0,
         transport="test",
         assets=(
+            AssetFacts(urn=raw, name="acme.raw.ledger", downstreams=(A,)),
             AssetFacts(
-                urn=A, name="acme.marts.fct_ledger", columns=(Column("id"), Column("amount"))
+                urn=A,
+                name="acme.marts.fct_ledger",
+                columns=(Column("id"), Column("amount")),
+                upstreams=(raw,),
+                sql="select id, cents / 100 as amount from raw.ledger",
             ),
         ),
     )

@@ -1,4 +1,4 @@
-"""The read path: eight slices, each reporting its transport, merged into one MetadataContext."""
+"""The read path: nine slices, each reporting its transport, merged into one MetadataContext."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ SLICES = [
     "governance",
     "glossary",
     "documentation",
+    "surroundings",
     "ownership",
 ]
 
@@ -33,11 +34,13 @@ def read(shared_estate: Settings) -> tuple[MetadataContext, int]:
         graph.close()
 
 
-def test_eight_slices_report_their_transport_and_calls(read: tuple[MetadataContext, int]) -> None:
+def test_nine_slices_report_their_transport_and_calls(read: tuple[MetadataContext, int]) -> None:
     ctx, calls = read
     assert [s.name for s in ctx.slices] == SLICES
-    assert all(s.transport == "lite" and s.fallback is None and s.calls >= 1 for s in ctx.slices)
-    assert ctx.calls == calls <= 20
+    assert all(s.transport == "lite" and s.fallback is None for s in ctx.slices)
+    # a slice with nothing to read (the demo has no containers or data jobs) says so instead
+    assert all(s.calls >= 1 or s.note for s in ctx.slices)
+    assert ctx.calls == calls <= 22
     # an empty slice names its reason instead of a silent zero
     assert all(s.items or s.note for s in ctx.slices)
 

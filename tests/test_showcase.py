@@ -124,13 +124,91 @@ def test_the_coverage_loop_works_on_the_showcase(
     assert "35.7% ->" in planned
     # the reviewer reads DataHub's display names and platforms, not the pack's UUID-shaped
     # URNs, and twins on two platforms do not read as duplicates
-    assert "Custom SQL Query (tableau)" in planned
-    assert "order_items (postgres)" in planned and "order_items (s3)" in planned
+    assert "Customer Analytics Measures (powerbi)" in planned
+    assert "order_items (s3)" in planned and "order_items (dbt)" in planned
     assert "urn:li:" not in planned
     cli("approve", "--all", "--digest", digest[1], "--reviewer", "datahub", "--yes")
     assert ": equal" in cli("verify")
     cli("reset", "--yes")
     assert "35.7%" in cli("score").splitlines()[4]
+
+
+def test_the_showcase_plan_is_what_a_steward_would_accept(showcase_state: tuple[Path, str]) -> None:
+    """Issue 29 on DataHub's own sample estate, every batch at once: descriptions that say
+    where their text comes from and never list columns, column descriptions carried to every
+    column that copies a documented one, owners and domains from the neighbours that agree,
+    and every violation left with the rule that looked and what it found."""
+    from upstream_dagster.conformance.carry import Carry
+    from upstream_dagster.conformance.plan import plan
+    from upstream_dagster.conformance.requirements import is_generated
+    from upstream_dagster.spec.loader import load_estate
+
+    state, _ = showcase_state
+    graph = LiteGraph(state / "datahub-lite.sqlite")
+    try:
+        ctx = read_context(graph, as_of_ms=0)
+    finally:
+        graph.close()
+    spec = load_estate(ROOT / "upstream_dagster" / "estates" / "showcase-ecommerce.yaml")
+    every = spec.policies.model_copy(update={"max_proposals_per_run": 1000})
+    batch = plan(ctx, spec.model_copy(update={"policies": every}), 0)
+    by = {
+        kind: [p for p in batch.proposals if p.requirement == kind]
+        for kind in ("require_description", "require_owner", "require_domain")
+    }
+    texts = [p.change.values[0] for p in by["require_description"]]
+    assert not [t for t in texts if re.search(r"\d+ columns? \(", t)]  # no list of columns
+    sources = [p.evidence[0].split(":")[0] for p in by["require_description"]]
+    assert sources.count("copy") == 24 and sources.count("sql") == 4
+    generated = [p for p in by["require_description"] if is_generated(p.change.values[0])]
+    assert len(generated) == 10 and all(p.tier == "bi" for p in generated)
+    assert all(batch.shown(p).startswith("[generated] ") for p in generated)
+    # what the SQL does, in the SQL's own words, and whose sentence is quoted
+    tableau = next(p for p in by["require_description"] if p.evidence[0].startswith("sql"))
+    assert "One row per" in tableau.change.values[0] and "It computes" in tableau.change.values[0]
+    # every undocumented column that carries a documented one unchanged inherits its text
+    carry = Carry(ctx)
+    scored = {r.asset for r in batch.base.results}
+    inheritable = {
+        (a.urn, c.path)
+        for a in ctx.datasets()
+        if a.urn in scored
+        for c in a.columns
+        if not c.description and carry.documented(a, c) is not None
+    }
+    inherited = {(p.asset, path) for p in batch.proposals for path, _ in p.change.columns} | {
+        (p.asset, path)
+        for p in batch.proposals
+        if p.change.kind == "set_column_descriptions"
+        for path in p.change.values[::2]
+    }
+    assert len(inheritable) == 426 and inherited == inheritable
+    customers = next(p for p in texts if p.startswith("Contains customer demographic"))
+    assert customers  # the dbt model's own text, word for word on its S3 and Postgres copies
+    # owners and domains where neighbours agree, each naming them
+    assert len(by["require_owner"]) == 33 and len(by["require_domain"]) == 11
+    for p in by["require_owner"] + by["require_domain"]:
+        assert re.match(r"(copies|lineage|container|consumers): .+ \(", p.evidence[0]), p.evidence
+        assert "(dbt)" in p.evidence[0] or "(powerbi)" in p.evidence[0]
+    # what stays says why, rule by rule; a true tie names who is tied
+    assert len(batch.unfixable) == 6
+    assert all(re.match(r"(owners|domains|description): ", u.reason) for u in batch.unfixable)
+    assert all("nothing in the graph to infer from" not in u.reason for u in batch.unfixable)
+    tie = next(
+        u for u in batch.unfixable if u.requirement == "require_domain" and "tie" in u.reason
+    )
+    assert "Data Platform Team, Ecommerce Operations (0.5 each)" in tie.reason
+    # the dial counts documented and generated descriptions apart
+    assert (batch.base.descriptions.documented, batch.base.descriptions.missing) == (14, 40)
+    after = batch.projected.descriptions
+    assert (after.documented, after.generated, after.missing) == (42, 10, 2)
+    # names as people read them: no URN, no Avro bookkeeping in a field name (a description
+    # copied word for word keeps DataHub's own mention links, which its UI renders as names)
+    shown = " ".join(
+        batch.shown(p).replace(p.change.values[0], "") + " ".join(p.evidence)
+        for p in batch.proposals
+    )
+    assert "urn:li:" not in shown and "[version=" not in shown
 
 
 def test_an_estate_file_that_selects_nothing_here_says_so_and_fails(

@@ -16,15 +16,17 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import ToolAnnotations
 
 from upstream_dagster import clock, runs
+from upstream_dagster.conformance.plan import Plan
 from upstream_dagster.conformance.score import render
 from upstream_dagster.datahub import connected
 from upstream_dagster.datahub.readpath import read_context
 from upstream_dagster.defs import journal
 from upstream_dagster.errors import UpstreamError
-from upstream_dagster.services import scoring
+from upstream_dagster.services import coverage, scoring
 from upstream_dagster.settings import Settings
 from upstream_dagster.spec.loader import load_estate
 from upstream_dagster.spec.urns import relation_of
+from upstream_dagster.state import claims
 
 
 @contextmanager
@@ -52,6 +54,19 @@ def _bounded(argument: str, value: str, most: int, limit: str, fix: str) -> str:
     return value
 
 
+def _planned(batch: Plan, asset: str, requirement: str) -> str:
+    """What the current plan does about one violation: its proposal, or why none."""
+    for p in batch.proposals:
+        if (p.asset, p.requirement) == (asset, requirement):
+            return (
+                f"  proposed ({p.id}): {p.change.kind} {batch.shown(p)} [{'; '.join(p.evidence)}]"
+            )
+    for u in batch.unfixable:
+        if (u.asset, u.requirement) == (asset, requirement):
+            return "\n".join([f"  stays: {u.reason}", *(f"    {line}" for line in u.looked)])
+    return "  a priced proposal waits for the next batch (max_proposals_per_run)"
+
+
 READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True)
 
 
@@ -72,8 +87,9 @@ def server(settings: Settings) -> MCPServer:
 
     @app.tool(annotations=READ_ONLY)
     def violations(dataset: str) -> str:
-        """A dataset's failing requirements, why each fails, and its risk arithmetic.
-        ``dataset``: its name as schema.table, or a DataHub URN."""
+        """A dataset's failing requirements, why each fails, its risk arithmetic, and what
+        Upstream proposes for it or why it proposes nothing (which rule looked, what it
+        found). ``dataset``: its name as schema.table, or a DataHub URN."""
         _bounded(
             "dataset", dataset, MAX_DATASET, "MAX_DATASET", "pass schema.table or the dataset's URN"
         )
@@ -81,6 +97,8 @@ def server(settings: Settings) -> MCPServer:
             spec = load_estate(settings.estate_file)
             ctx = read_context(graph, clock.now_ms())
             dial = scoring.dial_of(graph, spec, ctx)
+            rejected = claims.rejected(runs.gate_store(settings))
+            batch = coverage.replan(ctx, spec, coverage.plan_inputs(settings, rejected))
         wanted = dataset.strip().lower()
         found = [
             v
@@ -97,7 +115,8 @@ def server(settings: Settings) -> MCPServer:
             )
         return "\n".join(
             f"- {v.check.requirement} ({v.check.tier}): {v.check.reason}; "
-            f"risk {v.risk.score:.2f} = {v.risk.explain()}"
+            f"risk {v.risk.score:.2f} = {v.risk.explain()}\n"
+            + _planned(batch, v.check.asset, v.check.requirement)
             for v in found
         )
 

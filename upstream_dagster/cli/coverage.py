@@ -24,8 +24,17 @@ else:  # imported when a command first uses them
 
 
 @app.command()
-def plan() -> None:
-    """Score the estate and print the priced proposals of the current batch, with its digest."""
+def plan(
+    why: Annotated[
+        bool,
+        typer.Option(
+            "--why/--short",
+            help="Under each remaining violation, what every rule that looked found.",
+        ),
+    ] = True,
+) -> None:
+    """Score the estate and print the priced proposals of the current batch, with its digest,
+    and every violation that stays with its reason."""
     settings = settings_mod.load()
     with running("scoring and planning (the score job)"):
         scored = guarded(lambda: runs.score(settings))
@@ -37,18 +46,29 @@ def plan() -> None:
     )
     for p in batch.proposals:
         price = p.price
-        value = batch.display(p.change.values[0]) if p.change.values else ""
+        value = " ".join(batch.shown(p).split())
+        value = value if len(value) <= 100 else value[:97] + "..."
         plain(
             f"  {p.id}  {p.requirement:<22} {batch.display(p.asset)}"
-            f"  {p.change.kind} {value[:60]}  "
+            f"  {p.change.kind} {value}  "
             f"{f'+{price.delta_points:.2f} pts' if price else 'not priced'}  "
             f"[{'; '.join(p.evidence)}]"
         )
+    was, will = batch.base.descriptions, batch.projected.descriptions
+    plain(
+        f"descriptions: {was.documented} documented -> {will.documented}, "
+        f"{was.generated} generated -> {will.generated} (labelled; counted only where the tier "
+        f"accepts generated text), {was.missing} missing -> {will.missing}"
+    )
     out.print(
-        f"{len(batch.unfixable)} violations stay (nothing in the graph to infer from); "
+        f"{len(batch.unfixable)} violations stay, each with its reason below; "
         f"{batch.dropped} proposals dropped for no simulated benefit; {batch.deferred} priced "
         "proposals wait for the next batch (max_proposals_per_run)."
     )
+    for u in batch.unfixable:
+        plain(f"  {u.requirement:<22} {batch.display(u.asset)}: {u.reason}")
+        for line in u.looked if why else ():
+            plain(f"      {line}")
     plain(f"planned under {scored.policy}")
     plain(f"approve: upstream approve --all --digest {batch.digest} --reviewer NAME")
     plain(

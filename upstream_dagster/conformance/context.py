@@ -36,13 +36,21 @@ class LazyColumns(Sequence[Column]):
     Column up front was most of the read path's own cost. Holds plain JSON, so it pickles.
     """
 
-    def __init__(self, fields: tuple[Any, ...], editable: tuple[Any, ...] = ()) -> None:
-        self._fields, self._editable = fields, editable
+    def __init__(
+        self,
+        fields: tuple[Any, ...],
+        editable: tuple[Any, ...] = (),
+        documented: tuple[tuple[str, str], ...] = (),
+    ) -> None:
+        # ``documented``: (field path, text) of a schemaField's own documentation aspect (what
+        # DataHub's documentation propagation writes), read when the schema holds no text
+        self._fields, self._editable, self._documented = fields, editable, documented
         self._built: tuple[Column, ...] | None = None
 
     def _build(self) -> tuple[Column, ...]:
         if self._built is None:
             edits = {e["fieldPath"]: e for e in self._editable}
+            docs = dict(self._documented)
             out = []
             for f in self._fields:
                 e = edits.get(f["fieldPath"], {})
@@ -56,7 +64,9 @@ class LazyColumns(Sequence[Column]):
                     Column(
                         f["fieldPath"],
                         f.get("nativeDataType", ""),
-                        e.get("description") or f.get("description") or "",
+                        e.get("description")
+                        or f.get("description")
+                        or docs.get(f["fieldPath"], ""),
                         tuple(sorted(set(terms))),
                         tuple(sorted(set(tags))),
                     )
@@ -128,6 +138,9 @@ class AssetFacts:
     properties: tuple[tuple[str, str], ...] = ()
     owner_types: tuple[tuple[str, str], ...] = ()  # (owner, how it owns: DATAOWNER, ...)
     display_name: str = ""  # the name DataHub shows (datasetProperties.name, a title)
+    container: str = ""  # the platform container it sits in (a schema, folder, workspace)
+    sql: str = ""  # the SQL that builds it (viewProperties), when DataHub holds it
+    jobs: tuple[str, ...] = ()  # the data jobs that read or write it
 
     @property
     def short_name(self) -> str:
@@ -164,10 +177,17 @@ class MetadataContext:
     # Display names DataHub holds for the owners, groups, domains, terms and tags assets
     # reference (corpUserInfo, corpGroupInfo, domainProperties, glossaryTermInfo, tagProperties)
     names: tuple[tuple[str, str], ...] = field(default=())
+    # Containers and data jobs the assets sit in or are moved by: read as evidence (their
+    # owners, domains, names), never scored
+    around: tuple[AssetFacts, ...] = field(default=())
 
     @cached_property
     def by_urn(self) -> Mapping[str, AssetFacts]:
         return {a.urn: a for a in self.assets}
+
+    @cached_property
+    def around_by_urn(self) -> Mapping[str, AssetFacts]:
+        return {a.urn: a for a in self.around}
 
     @cached_property
     def name_of(self) -> Mapping[str, str]:

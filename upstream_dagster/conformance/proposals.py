@@ -11,7 +11,13 @@ import json
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from upstream_dagster.conformance.context import AssertionFact, AssetFacts, MetadataContext
+from upstream_dagster.conformance.context import (
+    AssertionFact,
+    AssetFacts,
+    Column,
+    MetadataContext,
+)
+from upstream_dagster.conformance.requirements import GENERATED, is_generated
 
 ChangeKind = Literal[
     "add_owner",
@@ -23,6 +29,7 @@ ChangeKind = Literal[
     "set_structured_property",
     "add_memory",
     "add_column_tag",
+    "set_column_descriptions",
 ]
 
 
@@ -30,6 +37,8 @@ ChangeKind = Literal[
 class Change:
     kind: ChangeKind
     values: tuple[str, ...]  # owner / term / domain URNs, the description, assertion templates
+    # set_description: (field path, description) of undocumented columns, written with it
+    columns: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -58,8 +67,12 @@ class Proposal:
     prose: str | None = None
 
     def effective_change(self) -> Change:
+        """What is written: the narrated wording when there is one, still labelled as
+        generated when the grounded text was (the check reads the label back)."""
         if self.prose and self.change.kind == "set_description":
-            return Change("set_description", (self.prose,))
+            keep = is_generated(self.change.values[0]) and not is_generated(self.prose)
+            text = GENERATED + self.prose if keep else self.prose
+            return Change("set_description", (text,), self.change.columns)
         return self.change
 
 
@@ -68,11 +81,17 @@ class Unfixable:
     asset: str
     tier: str
     requirement: str
-    reason: str
+    reason: str  # why it stays a violation, naming the rule that looked and what it found
+    looked: tuple[str, ...] = ()  # every rule consulted and what each found
+
+
+def _body(change: Change) -> list[object]:
+    body: list[object] = [change.kind, list(change.values)]
+    return body + [[list(c) for c in change.columns]] if change.columns else body
 
 
 def proposal_id(asset: str, requirement: str, change: Change) -> str:
-    raw = json.dumps([asset, requirement, change.kind, list(change.values)])
+    raw = json.dumps([asset, requirement, *_body(change)])
     return "p-" + hashlib.sha256(raw.encode()).hexdigest()[:10]
 
 
@@ -90,7 +109,9 @@ def apply_change(asset: AssetFacts, change: Change, at_ms: int | None = None) ->
     if change.kind == "add_owner":
         return replace(asset, owners=tuple(sorted({*asset.owners, *change.values})))
     if change.kind == "set_description":
-        return replace(asset, description=change.values[0])
+        return replace(
+            asset, description=change.values[0], columns=_documented(asset, change.columns)
+        )
     if change.kind == "add_term":
         return replace(asset, terms=tuple(sorted({*asset.terms, *change.values})))
     if change.kind == "set_domain":
@@ -101,6 +122,9 @@ def apply_change(asset: AssetFacts, change: Change, at_ms: int | None = None) ->
         prop, *values = change.values
         kept = tuple(p for p in asset.structured_properties if p[0] != prop)
         return replace(asset, structured_properties=tuple(sorted((*kept, (prop, tuple(values))))))
+    if change.kind == "set_column_descriptions":
+        pairs = tuple(zip(change.values[::2], change.values[1::2], strict=True))
+        return replace(asset, columns=_documented(asset, pairs))
     if change.kind in ("add_memory", "add_column_tag"):
         return asset  # institutional memory and column tags are not scored requirements
     if change.kind == "add_assertions":
@@ -120,6 +144,14 @@ def apply_change(asset: AssetFacts, change: Change, at_ms: int | None = None) ->
     raise ValueError(f"unknown change kind {change.kind!r}")
 
 
+def _documented(asset: AssetFacts, texts: tuple[tuple[str, str], ...]) -> tuple[Column, ...]:
+    """The asset's columns with ``texts`` written as the descriptions of those fields."""
+    wanted = dict(texts)
+    return tuple(
+        c._replace(description=wanted[c.path]) if c.path in wanted else c for c in asset.columns
+    )
+
+
 def apply_all(ctx: MetadataContext, proposals: tuple[Proposal, ...]) -> MetadataContext:
     """A what-if copy of the context with every proposal applied."""
     changed = dict(ctx.by_urn)
@@ -130,9 +162,6 @@ def apply_all(ctx: MetadataContext, proposals: tuple[Proposal, ...]) -> Metadata
 
 def batch_digest(proposals: tuple[Proposal, ...], base_percent: float) -> str:
     """Content digest of a batch: the same proposals over the same graph state, the same digest."""
-    body = [
-        [p.id, p.asset, p.requirement, p.change.kind, list(p.change.values), list(p.evidence)]
-        for p in proposals
-    ]
+    body = [[p.id, p.asset, p.requirement, *_body(p.change), list(p.evidence)] for p in proposals]
     raw = json.dumps({"proposals": body, "base": base_percent}, sort_keys=True)
     return hashlib.sha256(raw.encode()).hexdigest()[:16]

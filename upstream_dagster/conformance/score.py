@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from upstream_dagster.conformance.context import MetadataContext
-from upstream_dagster.conformance.requirements import CheckResult, evaluate
+from upstream_dagster.conformance.requirements import CheckResult, evaluate, is_generated
 from upstream_dagster.conformance.tiers import Scope, SelectorHit
 from upstream_dagster.spec.models import EstateSpec
 from upstream_dagster.spec.urns import short
@@ -30,6 +30,20 @@ class Tally:
 
 
 @dataclass(frozen=True)
+class Descriptions:
+    documented: int
+    generated: int
+    missing: int
+
+    def line(self) -> str:
+        return (
+            f"descriptions: {self.documented} documented, {self.generated} generated "
+            f"restatements (labelled; counted only where a tier accepts generated text), "
+            f"{self.missing} missing"
+        )
+
+
+@dataclass(frozen=True)
 class Dial:
     as_of_ms: int
     by_tier: tuple[tuple[str, Tally], ...]
@@ -40,6 +54,10 @@ class Dial:
     selector_hits: tuple[SelectorHit, ...] = ()
     # Assertion definitions on scored assets that never ran: none of them counts
     never_ran: int = 0
+    # Of the scored assets asked for a description: documented (a person's text, or Upstream's
+    # grounded in what the graph and the SQL say), a restatement Upstream generated (labelled;
+    # counted only where the tier accepts it), none at all
+    descriptions: Descriptions = field(default_factory=lambda: Descriptions(0, 0, 0))
 
     def failures(self) -> tuple[CheckResult, ...]:
         return tuple(r for r in self.results if r.status != "pass")
@@ -67,6 +85,14 @@ def score(ctx: MetadataContext, spec: EstateSpec, scope: Scope, now_ms: int) -> 
     never_ran = sum(
         1 for a in ctx.assets if a.urn in scored for x in a.assertions if x.last_run_ms is None
     )
+    texts = [
+        ctx.by_urn[r.asset].description for r in results if r.requirement == "require_description"
+    ]
+    described = Descriptions(
+        sum(1 for t in texts if t and not is_generated(t)),
+        sum(1 for t in texts if is_generated(t)),
+        sum(1 for t in texts if not t),
+    )
     by_tier: dict[str, list[CheckResult]] = defaultdict(list)
     by_req: dict[str, list[CheckResult]] = defaultdict(list)
     for r in results:
@@ -84,6 +110,7 @@ def score(ctx: MetadataContext, spec: EstateSpec, scope: Scope, now_ms: int) -> 
         unmatched=scope.unmatched,
         selector_hits=scope.selector_hits,
         never_ran=never_ran,
+        descriptions=described,
     )
 
 
@@ -135,6 +162,8 @@ def render(dial: Dial) -> str:
     lines.append("")
     lines.append("by requirement")
     lines.extend(_row(name, tally, width) for name, tally in dial.by_requirement)
+    if any(n == "require_description" for n, _ in dial.by_requirement):
+        lines.append(dial.descriptions.line())
     notes = warnings(dial)
     if notes:
         lines.append("")
@@ -163,6 +192,8 @@ def render_markdown(dial: Dial) -> str:
     overall = rows([("**overall**", dial.overall)])
     text = "### By tier\n\n" + head + rows(dial.by_tier) + overall
     text += "\n### By requirement\n\n" + head + rows(dial.by_requirement)
+    if any(n == "require_description" for n, _ in dial.by_requirement):
+        text += f"\n{dial.descriptions.line()}\n"
     for note in warnings(dial):
         text += f"\n**{note}**\n"
     if dial.unmatched:

@@ -36,6 +36,9 @@ class Raw:
     aspects: dict[str, dict[str, Json]] = field(default_factory=lambda: defaultdict(dict))
     slices: list[SliceReport] = field(default_factory=list)
     names: dict[str, str] = field(default_factory=dict)
+    around: dict[str, dict[str, Json]] = field(default_factory=dict)  # containers, data jobs
+    field_docs: dict[str, dict[str, str]] = field(default_factory=dict)  # dataset -> path -> text
+    asked: set[str] = field(default_factory=set)  # URNs whose display name was read
 
 
 def referenced(aspects: dict[str, Json], key: str) -> list[str]:
@@ -67,23 +70,60 @@ def _primaries(raw: Raw) -> dict[str, str]:
     return out
 
 
-def _columns(aspects: Json) -> Sequence[Column]:
+def human_text(documentation: Json | None) -> str:
+    """The newest entry of a ``documentation`` aspect a person or a propagation wrote; text
+    DataHub marks as inferred (written by a model) is not someone's documentation."""
+    entries = [
+        d
+        for d in (documentation or {}).get("documentations") or []
+        if str(((d.get("attribution") or {}).get("sourceDetail") or {}).get("inferred", ""))
+        .strip()
+        .lower()
+        != "true"
+        and str(d.get("documentation") or "").strip()
+    ]
+    entries.sort(key=lambda d: int((d.get("attribution") or {}).get("time") or 0))
+    return str(entries[-1]["documentation"]).strip() if entries else ""
+
+
+def field_texts(aspects: Json) -> dict[str, str]:
+    """Field path -> its description, the editable one first."""
+    out = {
+        str(f["fieldPath"]): str(f.get("description") or "")
+        for f in (aspects.get("schemaMetadata") or {}).get("fields") or ()
+    }
+    for e in (aspects.get("editableSchemaMetadata") or {}).get("editableSchemaFieldInfo") or ():
+        if e.get("description"):
+            out[str(e["fieldPath"])] = str(e["description"])
+    return {k: v for k, v in out.items() if v}
+
+
+def _columns(aspects: Json, documented: dict[str, str]) -> Sequence[Column]:
     fields = (aspects.get("schemaMetadata") or {}).get("fields") or ()
     editable = (aspects.get("editableSchemaMetadata") or {}).get("editableSchemaFieldInfo") or ()
-    return LazyColumns(tuple(fields), tuple(editable)) if fields else ()
+    docs = tuple(sorted(documented.items()))
+    return LazyColumns(tuple(fields), tuple(editable), docs) if fields else ()
+
+
+def _sql(aspects: Json) -> str:
+    view = aspects.get("viewProperties") or {}
+    if str(view.get("viewLanguage") or "SQL").upper() != "SQL":
+        return ""  # LookML, M, DAX: not SQL sqlglot can read
+    return str(view.get("formattedViewLogic") or view.get("viewLogic") or "").strip()
 
 
 def _union(values: Iterable[Iterable[str]]) -> tuple[str, ...]:
     return tuple(sorted({v for group in values for v in group}))
 
 
-def _facts_of(urn: str, a: Json) -> dict[str, Any]:
+def _facts_of(urn: str, a: Json, documented: dict[str, str]) -> dict[str, Any]:
     props = a.get("datasetProperties") or {}
     info = a.get("dashboardInfo") or a.get("chartInfo") or {}
     description = (
         (a.get("editableDatasetProperties") or {}).get("description")
         or props.get("description")
         or info.get("description")
+        or human_text(a.get("documentation"))
         or ""
     )
     structured = tuple(
@@ -103,7 +143,9 @@ def _facts_of(urn: str, a: Json) -> dict[str, Any]:
         **{key: referenced(a, key) for key in ("owners", "domains", "tags", "terms")},
         "subtypes": list((a.get("subTypes") or {}).get("typeNames", [])),
         "structured": structured,
-        "columns": _columns(a),
+        "columns": _columns(a, documented),
+        "container": str((a.get("container") or {}).get("container") or ""),
+        "sql": _sql(a),
         "updated": updated,
         "title": str(info.get("title") or ""),
         "display": str(props.get("name") or info.get("title") or ""),
@@ -140,22 +182,19 @@ def assemble(
     def prime(urn: str) -> str:
         return secondary.get(urn, urn)
 
-    ups: dict[str, set[str]] = defaultdict(set)
-    downs: dict[str, set[str]] = defaultdict(set)
-    column_edges: set[tuple[str, str]] = set()
-    for e in edges:
-        up, down = prime(e.upstream), prime(e.downstream)
-        if up != down:
-            ups[down].add(up)
-            downs[up].add(down)
-        for c in e.columns:
-            column_edges.add((_reroot(c.upstream_field, prime), _reroot(c.downstream_field, prime)))
-
+    ups, downs, column_edges, jobs_of = _lineage(edges, raw, prime)
     assets = []
     empty: Json = {}
     for primary, group in sorted(groups.items()):
         members = list(group)
-        facts = [_facts_of(u, raw.aspects.get(u, empty)) for u in members]
+        # a field's text on a twin documents the same field here (DataHub's sibling rule)
+        twin_docs = {
+            k: v for u in members[::-1] for k, v in field_texts(raw.aspects.get(u, empty)).items()
+        }
+        facts = [
+            _facts_of(u, raw.aspects.get(u, empty), {**twin_docs, **raw.field_docs.get(u, {})})
+            for u in members
+        ]
         main = facts[0]
         columns = main["columns"] or next((f["columns"] for f in facts if f["columns"]), ())
         fresh = [runs_by_output[u] for u in members if u in runs_by_output]
@@ -193,6 +232,9 @@ def assemble(
                 upstreams=tuple(sorted(ups.get(primary, ()))),
                 downstreams=tuple(sorted(downs.get(primary, ()))),
                 properties=main["properties"],
+                container=next((f["container"] for f in facts if f["container"]), ""),
+                sql=main["sql"] or next((f["sql"] for f in facts if f["sql"]), ""),
+                jobs=tuple(sorted({j for u in members for j in jobs_of.get(u, ())})),
             )
         )
     return MetadataContext(
@@ -202,6 +244,69 @@ def assemble(
         slices=tuple(raw.slices),
         column_edges=tuple(sorted(column_edges)),
         names=tuple(sorted(raw.names.items())),
+        around=tuple(_around(urn, a) for urn, a in sorted(raw.around.items())),
+    )
+
+
+def _lineage(
+    edges: list[Any], raw: Raw, prime: Callable[[str], str]
+) -> tuple[dict[str, set[str]], dict[str, set[str]], set[tuple[str, str]], dict[str, set[str]]]:
+    """Dataset lineage with the data jobs between datasets taken out: a job's inputs feed its
+    outputs (and its column lineage their columns); each dataset keeps the jobs it passes."""
+    ups: dict[str, set[str]] = defaultdict(set)
+    downs: dict[str, set[str]] = defaultdict(set)
+    column_edges: set[tuple[str, str]] = set()
+    ins: dict[str, set[str]] = defaultdict(set)
+    outs: dict[str, set[str]] = defaultdict(set)
+    pairs: list[tuple[str, str]] = []
+    for e in edges:
+        if entity_type(e.downstream) == "dataJob":
+            ins[e.downstream].add(e.upstream)
+        elif entity_type(e.upstream) == "dataJob":
+            outs[e.upstream].add(e.downstream)
+        else:
+            pairs.append((e.upstream, e.downstream))
+        for c in e.columns:
+            column_edges.add((c.upstream_field, c.downstream_field))
+    jobs_of: dict[str, set[str]] = defaultdict(set)
+    for job in sorted(set(ins) | set(outs)):
+        for u in ins[job] | outs[job]:
+            jobs_of[u].add(job)
+        pairs += [(i, o) for i in sorted(ins[job]) for o in sorted(outs[job])]
+        io = (raw.around.get(job) or {}).get("dataJobInputOutput") or {}
+        for fine in io.get("fineGrainedLineages") or []:
+            column_edges |= {
+                (u, d) for u in fine.get("upstreams") or [] for d in fine.get("downstreams") or []
+            }
+    for up, down in pairs:
+        up, down = prime(up), prime(down)
+        if up != down:
+            ups[down].add(up)
+            downs[up].add(down)
+    rerooted = {(_reroot(u, prime), _reroot(d, prime)) for u, d in column_edges}
+    return ups, downs, rerooted, jobs_of
+
+
+def _around(urn: str, a: Json) -> AssetFacts:
+    """A container or data job as evidence: its name, owners, domains and parent container."""
+    info = a.get("dataJobInfo") or a.get("containerProperties") or {}
+    return AssetFacts(
+        urn=urn,
+        entity_type=entity_type(urn),
+        platform=platform_of(urn),
+        name=str(info.get("name") or ""),
+        display_name=str(info.get("name") or ""),
+        owners=tuple(sorted(set(referenced(a, "owners")))),
+        owner_types=tuple(
+            sorted(
+                {
+                    (str(o["owner"]), owner_type(o))
+                    for o in (a.get("ownership") or {}).get("owners", [])
+                }
+            )
+        ),
+        domains=tuple(sorted(set(referenced(a, "domains")))),
+        container=str((a.get("container") or {}).get("container") or ""),
     )
 
 

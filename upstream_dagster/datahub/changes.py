@@ -125,6 +125,21 @@ def _merge_column_tag(current: Json | None, values: Values) -> Json:
     return value
 
 
+def _merge_column_descriptions(current: Json | None, values: Values) -> Json:
+    """values: (field path, description, field path, description, ...) — describes those
+    columns, keeps every other field's edits (and these fields' tags and terms)."""
+    value = dict(current or {"editableSchemaFieldInfo": []})
+    infos = [dict(f) for f in value.get("editableSchemaFieldInfo", [])]
+    for field_path, text in zip(values[::2], values[1::2], strict=True):
+        field = next((f for f in infos if f.get("fieldPath") == field_path), None)
+        if field is None:
+            field = {"fieldPath": field_path}
+            infos.append(field)
+        field["description"] = text
+    value["editableSchemaFieldInfo"] = infos
+    return value
+
+
 # -- patches: only the change travels (the SDK's patch builders) -------------------------------
 def _classes() -> Any:
     _sdk.prepare()
@@ -173,6 +188,18 @@ def _patch_column_tag(builder: Any, values: Values, numbers: set[str]) -> None:
     builder.for_field(field_path).add_tag(_classes().TagAssociationClass(tag))
 
 
+def _patch_column_descriptions(builder: Any, values: Values, numbers: set[str]) -> None:
+    # The SDK's field helper patches tags and terms only; a description is the same JSON
+    # patch on the field's entry of editableSchemaMetadata (keyed by its path)
+    for field_path, text in zip(values[::2], values[1::2], strict=True):
+        builder._add_patch(
+            "editableSchemaMetadata",
+            "add",
+            path=("editableSchemaFieldInfo", field_path, "description"),
+            value=text,
+        )
+
+
 # -- read-back: does what DataHub holds now show the change ------------------------------------
 def _leaves(value: Any) -> set[str]:
     """Every string inside an aspect value."""
@@ -196,6 +223,13 @@ def _shows_property(values: Values, back: Json, numbers: set[str]) -> bool:
 def _shows_column_tag(values: Values, back: Json, numbers: set[str]) -> bool:
     field_path, tag = values
     return tag in field_tags(back).get(field_path, set())
+
+
+def _shows_column_descriptions(values: Values, back: Json, numbers: set[str]) -> bool:
+    held = {
+        f.get("fieldPath"): f.get("description") for f in back.get("editableSchemaFieldInfo", [])
+    }
+    return all(held.get(p) == t for p, t in zip(values[::2], values[1::2], strict=True))
 
 
 WRITERS: dict[str, ChangeWriter] = {
@@ -255,6 +289,13 @@ WRITERS: dict[str, ChangeWriter] = {
             _patch_column_tag,
             _shows_column_tag,
         ),
+        ChangeWriter(
+            "set_column_descriptions",
+            "editableSchemaMetadata",
+            _merge_column_descriptions,
+            _patch_column_descriptions,
+            _shows_column_descriptions,
+        ),
     )
 }
 
@@ -300,6 +341,12 @@ def apply(
                 journal,
             )
             for t in change.values
+        ]
+    if change.columns:  # a description with its columns': two aspects, each undoable
+        flat = tuple(x for pair in change.columns for x in pair)
+        return [
+            *apply(graph, urn, Change(change.kind, change.values), journal),
+            *apply(graph, urn, Change("set_column_descriptions", flat), journal),
         ]
     aspect = WRITERS[change.kind].aspect
     before = PreImage(urn, aspect, current(graph, urn, aspect))

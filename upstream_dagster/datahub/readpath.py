@@ -1,9 +1,11 @@
-"""The read path: eight slices of DataHub assembled into one `MetadataContext`.
+"""The read path: nine slices of DataHub assembled into one `MetadataContext`.
 
-Slices: asset search, lineage, assertions, schema fields, governance (structured properties,
-domains, tags and incident health), glossary, documentation, ownership. Each slice records the
-transport that answered it and how many calls it took; a slice that had to fall back says so in
-its report and in the log. Reads are batched: the call count does not grow with the estate.
+Slices: asset search, lineage, assertions, schema fields (with the fields' own documentation),
+governance (structured properties, domains, tags and incident health), glossary, documentation
+(with the SQL that builds an asset), surroundings (containers and data jobs), ownership. Each
+slice records the transport that answered it and how many calls it took; a slice that had to
+fall back says so in its report and in the log. Reads are batched: the call count does not
+grow with the estate.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from upstream_dagster.datahub.assertions import (
 from upstream_dagster.datahub.model import SearchQuery
 from upstream_dagster.datahub.protocol import MetadataGraph
 from upstream_dagster.datahub.signals import is_build_check
+from upstream_dagster.datahub.surroundings import read_field_documentation, read_surroundings
 from upstream_dagster.spec.urns import (
     entity_type,
 )
@@ -82,12 +85,13 @@ def _read_names(raw: Raw, graph: MetadataGraph, keys: tuple[str, ...]) -> int:
     urns = sorted(
         {
             u
-            for aspects in raw.aspects.values()
+            for aspects in [*raw.aspects.values(), *raw.around.values()]
             for key in keys
             for u in referenced(aspects, key)
-            if u.startswith("urn:li:") and u not in raw.names
+            if u.startswith("urn:li:") and u not in raw.names and u not in raw.asked
         }
     )
+    raw.asked.update(urns)  # an entity without a name is not asked again
     by_kind: dict[str, list[str]] = defaultdict(list)
     for urn in urns:
         by_kind[entity_type(urn)].append(urn)
@@ -153,13 +157,17 @@ def read_context(graph: MetadataGraph, as_of_ms: int) -> MetadataContext:
     _slice(raw, graph, "asset_search", search, "DataHub holds no datasets, dashboards or charts")
     _slice(raw, graph, "lineage", lineage, "no lineage aspects in DataHub")
     _slice(raw, graph, "assertions", read_assertions, "no assertions in DataHub")
-    _slice(
-        raw,
-        graph,
-        "schema_fields",
-        lambda: _read_aspects(raw, graph, ["schemaMetadata", "editableSchemaMetadata"]),
-        "no schemaMetadata on any asset",
-    )
+
+    def schema_fields() -> int:
+        n = _read_aspects(raw, graph, ["schemaMetadata", "editableSchemaMetadata"])
+        return n + read_field_documentation(raw, graph)
+
+    def around() -> int:
+        n = read_surroundings(raw, graph, edges)
+        _read_names(raw, graph, ("domains",))
+        return n
+
+    _slice(raw, graph, "schema_fields", schema_fields, "no schemaMetadata on any asset")
     _slice(raw, graph, "governance", governance, "no structured properties, domains or tags")
     _slice(raw, graph, "glossary", glossary, "no glossary terms on any asset")
     _slice(
@@ -177,10 +185,14 @@ def read_context(graph: MetadataGraph, as_of_ms: int) -> MetadataContext:
                 "dashboardInfo",
                 "chartInfo",
                 "operation",
+                "viewProperties",
+                "container",
+                "documentation",
             ],
         ),
         "no documentation aspects",
     )
+    _slice(raw, graph, "surroundings", around, "no containers or data jobs around the assets")
     _slice(raw, graph, "ownership", ownership, "no owners anywhere in the graph")
     return assemble(raw, edges, assertions, incidents, runs_by_output, as_of_ms, graph.transport)
 

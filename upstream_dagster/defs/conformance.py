@@ -75,8 +75,9 @@ with warnings.catch_warnings():
     kinds={"datahub"},
     deps=[datahub_graph, dg.AssetKey("warehouse_profiles")],
     description=(
-        "Everything the dial reasons over, read from DataHub in eight slices (asset search, "
-        "lineage, assertions, schema fields, governance, glossary, documentation, ownership). "
+        "Everything the dial reasons over, read from DataHub in nine slices (asset search, "
+        "lineage, assertions, schema fields, governance, glossary, documentation, "
+        "surroundings, ownership). "
         "Each slice reports the transport that answered it, its DataHub calls, and any "
         "fallback."
     ),

@@ -28,11 +28,11 @@ def proposals_table(batch: Plan) -> str:
             if p.price
             else "not priced"
         )
-        values = p.effective_change().values
-        value = ", ".join(batch.display(v) for v in values)
+        value = batch.shown(p)
         rows.append(
             f"| {p.id} | {batch.display(p.asset)} | {p.requirement} | {p.change.kind}: "
-            f"{value[:90]} | {'; '.join(p.evidence)} | {p.risk:.3f} | {price} |"
+            f"{_cell(value, 240)} | {_cell('; '.join(p.evidence), 600)} | {p.risk:.3f} | "
+            f"{price} |"
         )
     return "\n".join(rows)
 
@@ -48,7 +48,12 @@ def _table(columns: Sequence[tuple[str, str, str]], rows: list[dict[str, Any]]) 
 PROPOSAL_COLUMNS = (
     ("id", "string", "Approve or reject by this id"),
     ("asset", "string", "As DataHub shows it, with its platform"),
-    ("requirement", "string", "The estate.yaml requirement it closes"),
+    (
+        "requirement",
+        "string",
+        "The estate.yaml requirement it closes (column_descriptions: documentation carried "
+        "along lineage, which no requirement scores)",
+    ),
     ("change", "string", "What would be written"),
     ("value", "string", "The proposed value, by display name"),
     ("evidence", "string", "Where the value came from in the graph"),
@@ -78,7 +83,7 @@ def proposals_records(batch: Plan) -> Any:
                 "asset": batch.display(p.asset),
                 "requirement": p.requirement,
                 "change": p.change.kind,
-                "value": ", ".join(batch.display(v) for v in p.effective_change().values),
+                "value": batch.shown(p),
                 "evidence": "; ".join(p.evidence),
                 "points": round(p.price.delta_points, 3) if p.price else 0.0,
                 "price": price,
@@ -115,12 +120,44 @@ def violations_records(ranked: Sequence[Any], label: Any) -> Any:
     return _table(VIOLATION_COLUMNS, rows)
 
 
+def _cell(text: str, most: int) -> str:
+    """Text fit for a markdown table cell: one line, no pipes, at most ``most`` characters."""
+    flat = " ".join(text.replace("|", "/").split())
+    return flat if len(flat) <= most else flat[: most - 3] + "..."
+
+
+REMAINING_COLUMNS = (
+    ("asset", "string", "As DataHub shows it, with its platform"),
+    ("tier", "string", "Its tier in estate.yaml"),
+    ("requirement", "string", "What it still does not meet"),
+    ("why", "string", "Why nothing is proposed: the rule that decided and what it found"),
+    ("looked", "string", "Every rule consulted and what each found"),
+)
+
+
+def remaining(result: Plan) -> tuple[str, Any]:
+    """The violations no proposal closes, each with its own reason: markdown and a table."""
+    lines = ["| asset | tier | requirement | why it stays a violation | what each rule found |"]
+    lines.append("|---|---|---|---|---|")
+    rows = []
+    for u in result.unfixable:
+        label = result.display(u.asset)
+        looked = "; ".join(u.looked)
+        lines.append(
+            f"| {label} | {u.tier} | {u.requirement} | {_cell(u.reason, 300)} | "
+            f"{_cell(looked, 600)} |"
+        )
+        rows.append(
+            {"asset": label, "tier": u.tier, "requirement": u.requirement, "why": u.reason,
+             "looked": looked}
+        )  # fmt: skip
+    return "\n".join(lines), _table(REMAINING_COLUMNS, rows)
+
+
 def plan_metadata(result: Plan, nonce: str = "", policy: str = "") -> dict[str, Any]:
-    unfixable = ["| asset | tier | requirement | why it stays a violation |", "|---|---|---|---|"]
-    unfixable += [
-        f"| {short(u.asset)} | {u.tier} | {u.requirement} | {u.reason} |" for u in result.unfixable
-    ]
+    stays, stays_table = remaining(result)
     before, after = result.base.overall.percent, result.projected.overall.percent
+    was, will = result.base.descriptions, result.projected.descriptions
     return {
         "batch_digest": result.digest,
         "approval_nonce": nonce,
@@ -139,7 +176,12 @@ def plan_metadata(result: Plan, nonce: str = "", policy: str = "") -> dict[str, 
             else "No proposals: nothing in the graph can close the "
             "remaining violations (see `stays_a_violation`)."
         ),
-        "stays_a_violation": dg.MetadataValue.md("\n".join(unfixable)),
+        "stays_a_violation": dg.MetadataValue.md(stays),
+        "stays_a_violation_table": stays_table,
+        "descriptions_before": f"{was.documented} documented, {was.generated} generated, "
+        f"{was.missing} missing",
+        "descriptions_projected": f"{will.documented} documented, {will.generated} generated, "
+        f"{will.missing} missing",
         "approve_with": dg.MetadataValue.md(
             f"`upstream approve --all --digest {result.digest} --reviewer NAME` or launch the "
             "`coverage_writeback_job` job "

@@ -25,6 +25,7 @@ from upstream_dagster.errors import UpstreamError
 from upstream_dagster.narrator import Narrator
 from upstream_dagster.services import observe
 from upstream_dagster.services.scoring import dial_of
+from upstream_dagster.settings import Settings
 from upstream_dagster.spec.models import EstateSpec
 from upstream_dagster.spec.urns import short
 from upstream_dagster.state import approvals, claims
@@ -115,6 +116,13 @@ class PlanInputs:
     rejected: frozenset[str]
     authors: dict[str, str]
     warehouse: Warehouse | None
+
+
+def plan_inputs(settings: Settings, rejected: frozenset[str]) -> PlanInputs:
+    """What the score job plans with, for a reader outside Dagster (the assistant): the
+    rejected ids it is given, the dbt model files' authors, the deployment's warehouse."""
+    warehouse = Warehouse(settings.warehouse) if settings.warehouse.exists() else None
+    return PlanInputs(rejected, git_authors(settings.dbt_source_dir), warehouse)
 
 
 def replan(ctx: MetadataContext, spec: EstateSpec, inputs: PlanInputs) -> Plan:

@@ -76,6 +76,10 @@ class Selector(Strict):
         return self
 
 
+# Keys that qualify a requirement rather than being one: never scored on their own
+MODIFIERS = frozenset({"accept_generated_descriptions"})
+
+
 class Requirements(Strict):
     require_owner: bool = False
     require_description: bool = False
@@ -86,15 +90,27 @@ class Requirements(Strict):
     freshness_sla_hours: float | None = Field(default=None, gt=0)
     max_open_incident_hours: float | None = Field(default=None, gt=0)
     required_structured_properties: list[str] = Field(default_factory=list)
+    # A description Upstream generated from the graph (labelled so in DataHub) meets
+    # require_description only where this is on; a person's text always does.
+    accept_generated_descriptions: bool = False
 
     def active(self) -> list[str]:
         """The requirements this tier actually asks for, in a stable order."""
         out = []
         for name in type(self).model_fields:
             value = getattr(self, name)
-            if value not in (False, None, 0, []):
+            if name not in MODIFIERS and value not in (False, None, 0, []):
                 out.append(name)
         return out
+
+    @model_validator(mode="after")
+    def _modifies_a_requirement(self) -> Requirements:
+        if self.accept_generated_descriptions and not self.require_description:
+            raise ValueError(
+                "accept_generated_descriptions qualifies require_description, which this tier "
+                "does not ask for: set 'require_description: true' or remove it"
+            )
+        return self
 
 
 DEFAULT_CRITICALITY = 0.5
