@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed-stamp
 # dbt and dagster must be found on PATH by the code location and the tests.
 export PATH := $(BIN):$(PATH)
 
-.PHONY: install lock system-deps demo test test-fast lint eval eval-random eval-summary calibrate bench bench-gate bench-own bench-scale ui showcase clean
+.PHONY: install lock system-deps demo test test-fast lint eval eval-random eval-summary calibrate bench bench-gate bench-own bench-loop bench-scale ui showcase clean
 
 # Installed from the lock, never resolved: requirements.lock pins every package the product,
 # the tests and a production deployment need, each with its hashes, so every machine installs
@@ -106,6 +106,11 @@ calibrate: install
 bench-cli: install
 	$(BIN)/python -m upstream_dagster.evaluation.bench.cli --rounds 3 score plan queue
 
+## The newcomer's loop, each step timed against `python -c "import dagster"`: demo, plan,
+## approve, break (scenarios/loud_rename.yaml), investigate, approve the fix, resolved.
+bench-loop: install
+	$(BIN)/python -m upstream_dagster.evaluation.bench.loop
+
 ## Generated bad input (estate and scenario files, SQL, approvals, launchpad configs, environment)
 ## and attacks on the gate (launch config, replay, trust-root edits, concurrent write-backs on
 ## PostgreSQL, machine failures): prints
@@ -120,8 +125,10 @@ bench-gate: install system-deps
 
 ## The whole coverage loop on a dbt-duckdb project of your own (build, plan, approve, verify,
 ## reset): `make bench-own PROJECT=path/to/dbt ESTATE=path/to/estate.yaml`; prints each check.
+## FEEDS=path/to/feeds.sql names the script that loads its raw feeds (UPSTREAM_FEEDS).
 bench-own: install
-	$(BIN)/python -m upstream_dagster.evaluation.bench.own_project "$(PROJECT)" "$(ESTATE)"
+	$(BIN)/python -m upstream_dagster.evaluation.bench.own_project "$(PROJECT)" "$(ESTATE)" \
+		$(if $(FEEDS),--feeds "$(FEEDS)")
 
 ## Scoring benchmark on generated estates of 10,000 and 100,000 datasets (minutes the first time).
 bench-scale: install
