@@ -106,7 +106,13 @@ def _step_error(event: dg.DagsterEvent) -> str:
         )
     ):
         error = error.cause
-    return f"step {event.step_key} failed: {error.message.strip()}" if error else ""
+    if error is None:
+        return ""
+    text = error.message.strip()
+    head, colon, rest = text.partition(": ")  # "upstream_dagster.errors.BuildFailed: ..."
+    if colon and head.split(".")[-1] == error.cls_name:
+        text = rest
+    return f"step {event.step_key} failed: {text}"
 
 
 HOST_TAG, PID_TAG = "upstream/host", "upstream/pid"

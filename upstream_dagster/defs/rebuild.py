@@ -28,7 +28,7 @@ def plan(
     settings: Settings, job: dg.JobDefinition, given: list[dg.AssetKey] | None
 ) -> Rebuild | None:
     """What a refresh rebuilds, within ``given`` when the caller narrowed it (None: all of it,
-    for nothing was recorded, a macro changed, or nothing differs)."""
+    for nothing was recorded, a materialization changed, or nothing differs)."""
     project = DbtProject.of(settings)
     changed = built_state.changed(project, built_state.load(settings.state_dir))
     if not changed:

@@ -1,12 +1,12 @@
 """What the warehouse was last built from, so a refresh rebuilds only what changed since.
 
 After each build Upstream records the deployed project's code (a digest of every node's
-checksum, config and parents, and one of all macros) and the data the build reads but does not
+checksum, config and parents, and of every macro) and the data the build reads but does not
 write (a fingerprint of each raw feed and seed table: its columns, rows and a hash of them),
 plus the models the build left stale (failed, skipped, or not selected although changed).
 A later refresh compares the project and the warehouse with that record: what differs is
-rebuilt with everything downstream of it, dbt's ``<node>+``. No record, or a changed macro,
-means a full build.
+rebuilt with everything downstream of it, dbt's ``<node>+`` (a changed macro counts as the
+nodes that call it). No record, or a changed materialization, means a full build.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ INPUTS = ("source", "seed")  # what it reads that something else may have change
 @dataclass(frozen=True)
 class Built:
     nodes: dict[str, str]  # unique id -> digest of its code, config and parents
-    macros: str
+    macros: dict[str, str]  # macro unique id -> digest of its SQL
     inputs: dict[str, str] = field(default_factory=dict)  # unique id -> data fingerprint
     stale: list[str] = field(default_factory=list)  # built nodes the warehouse lags behind
 
@@ -60,9 +60,22 @@ def code_digests(manifest: dict[str, Any]) -> dict[str, str]:
     return out
 
 
-def macros_digest(manifest: dict[str, Any]) -> str:
+def macro_digests(manifest: dict[str, Any]) -> dict[str, str]:
+    return {k: _digest(m.get("macro_sql", "")) for k, m in (manifest.get("macros") or {}).items()}
+
+
+def _macro_users(manifest: dict[str, Any], before: dict[str, str]) -> set[str] | None:
+    """The nodes that call a macro changed or added since ``before`` (directly or through
+    other macros), as dbt's state:modified.macros; None when a materialization changed."""
     macros = manifest.get("macros") or {}
-    return _digest(sorted((k, m.get("macro_sql", "")) for k, m in macros.items()))
+    bad = {k for k, d in macro_digests(manifest).items() if before.get(k) != d}
+    if any(macros[k].get("name", "").startswith("materialization_") for k in bad):
+        return None
+    calls = {k: set((m.get("depends_on") or {}).get("macros") or []) for k, m in macros.items()}
+    while more := {k for k, c in calls.items() if k not in bad and c & bad}:
+        bad |= more
+    uses = {u: (p.get("depends_on") or {}).get("macros") or [] for u, p in _all(manifest).items()}
+    return {u for u, used in uses.items() if set(used) & bad}
 
 
 def fingerprints(warehouse: Path, manifest: dict[str, Any]) -> dict[str, str]:
@@ -116,11 +129,15 @@ def downstream(manifest: dict[str, Any], start: Iterable[str]) -> set[str]:
 
 def changed(project: DbtProject, built: Built | None) -> set[str] | None:
     """The nodes whose code or data differ from the last build (``None``: rebuild everything,
-    for there is no record or a macro changed). A changed test counts as its parents."""
+    for there is no record or a materialization changed). A changed test counts as its
+    parents; a changed or added macro, as the nodes that call it."""
     manifest = project.manifest()
-    if built is None or built.macros != macros_digest(manifest):
+    if built is None or not isinstance(built.macros, dict):
         return None
-    out = {u for u, d in code_digests(manifest).items() if built.nodes.get(u) != d}
+    out = _macro_users(manifest, built.macros)
+    if out is None:
+        return None
+    out |= {u for u, d in code_digests(manifest).items() if built.nodes.get(u) != d}
     data = fingerprints(project.warehouse, manifest)
     out |= {u for u, f in data.items() if built.inputs.get(u) != f}
     everything = _all(manifest)
@@ -164,7 +181,7 @@ def record(
         stale = wanted - done
     built = Built(
         code_digests(manifest),
-        macros_digest(manifest),
+        macro_digests(manifest),
         fingerprints(project.warehouse, manifest),
         sorted(stale & set(everything)),
     )
