@@ -7,15 +7,34 @@ STAMP := $(VENV)/.installed-stamp
 # dbt and dagster must be found on PATH by the code location and the tests.
 export PATH := $(BIN):$(PATH)
 
-.PHONY: install system-deps demo test test-fast lint eval eval-random eval-summary calibrate bench bench-gate bench-own bench-scale ui showcase clean
+.PHONY: install lock system-deps demo test test-fast lint eval eval-random eval-summary calibrate bench bench-gate bench-own bench-loop bench-scale ui showcase clean
 
-$(STAMP): pyproject.toml
-	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-compile -e '.[dev,production]'
-	@# Byte-compile on every core at once (pip compiles one file at a time, and nothing else
-	@# writes bytecode where PYTHONDONTWRITEBYTECODE is set): every later import is faster.
-	$(BIN)/python -m compileall -q -j 0 $(VENV)/lib
+# Installed from the lock, never resolved: requirements.lock pins every package the product,
+# the tests and a production deployment need, each with its hashes, so every machine installs
+# the same files. uv (itself pinned by hash in requirements-uv.lock, installed by pip into a
+# venv of its own) installs it in parallel; `make lock` re-resolves after pyproject.toml changes
+# (tests/test_lock.py fails while the two disagree). uv never fetches a Python of its own.
+UV_HOME := $(CURDIR)/.uv
+UV := $(UV_HOME)/bin/uv
+export UV_PYTHON_DOWNLOADS := never
+LOCK_ARGS := --extra dev --extra production --universal --python-version 3.11 --generate-hashes
+
+$(UV): requirements-uv.lock
+	@test -x $(UV_HOME)/bin/python || $(PYTHON) -m venv $(UV_HOME)
+	$(UV_HOME)/bin/python -m pip install --quiet --require-hashes --no-deps -r requirements-uv.lock
+	@touch $(UV)
+
+$(STAMP): requirements.lock pyproject.toml $(UV)
+	@test -x $(BIN)/python || $(UV) venv --quiet --python $(PYTHON) $(VENV)
+	@# Byte-compiled on every core at once: every later import is faster.
+	$(UV) pip sync --quiet --python $(BIN)/python --require-hashes --compile-bytecode \
+		requirements.lock
+	$(UV) pip install --quiet --python $(BIN)/python --no-deps --editable .
 	@touch $(STAMP)
+
+## Re-resolve the lock (after a change to pyproject.toml's dependencies), then `make install`.
+lock: $(UV)
+	$(UV) pip compile pyproject.toml $(LOCK_ARGS) --quiet -o requirements.lock
 
 install: $(STAMP)
 
@@ -87,6 +106,11 @@ calibrate: install
 bench-cli: install
 	$(BIN)/python -m upstream_dagster.evaluation.bench.cli --rounds 3 score plan queue
 
+## The newcomer's loop, each step timed against `python -c "import dagster"`: demo, plan,
+## approve, break (scenarios/loud_rename.yaml), investigate, approve the fix, resolved.
+bench-loop: install
+	$(BIN)/python -m upstream_dagster.evaluation.bench.loop
+
 ## Generated bad input (estate and scenario files, SQL, approvals, launchpad configs, environment)
 ## and attacks on the gate (launch config, replay, trust-root edits, concurrent write-backs on
 ## PostgreSQL, machine failures): prints
@@ -101,8 +125,10 @@ bench-gate: install system-deps
 
 ## The whole coverage loop on a dbt-duckdb project of your own (build, plan, approve, verify,
 ## reset): `make bench-own PROJECT=path/to/dbt ESTATE=path/to/estate.yaml`; prints each check.
+## FEEDS=path/to/feeds.sql names the script that loads its raw feeds (UPSTREAM_FEEDS).
 bench-own: install
-	$(BIN)/python -m upstream_dagster.evaluation.bench.own_project "$(PROJECT)" "$(ESTATE)"
+	$(BIN)/python -m upstream_dagster.evaluation.bench.own_project "$(PROJECT)" "$(ESTATE)" \
+		$(if $(FEEDS),--feeds "$(FEEDS)")
 
 ## Scoring benchmark on generated estates of 10,000 and 100,000 datasets (minutes the first time).
 bench-scale: install

@@ -84,6 +84,41 @@ def test_upstream_build_takes_a_teams_project_unmodified_and_a_seed_fault_sticks
             ),
         )
 
+    # A column renamed on a seed sticks too (the CSV's header is rewritten) and breaks the
+    # model that names it. The tracked CSV back alone is not enough: dbt reloads a seed into
+    # the table it finds, which keeps the renamed column, and the build fails on the seed.
+    rename = {"kind": "rename_column", "relation": "analytics.raw_invoices", "column": "amount"}
+    broken = break_estate(
+        settings,
+        Scenario.model_validate(
+            {"name": "r", "faults": [{**rename, "to": "amount_usd"}], "expect": {"abstain": True}}
+        ),
+    )
+    assert broken.build_failed
+    from upstream_dagster.healing import heal
+    from upstream_dagster.runs import run_job
+    from upstream_dagster.warehouse.dbt_project import DbtProject
+
+    deployed = DbtProject.of(settings)
+    deployed.deploy(force=True)
+    deployed.parse()
+    with pytest.raises(UpstreamError) as failed:
+        run_job(settings, "estate_refresh")
+    # the closing message is dbt's error on the seed and its fix, not a monitor downstream
+    assert "step build_outcome failed: dbt could not build" in failed.value.problem
+    assert "raw_invoices" in failed.value.problem and "monitor" not in failed.value.problem
+    assert "dbt seed --full-refresh --select raw_invoices" in failed.value.problem
+
+    healed = heal(settings)  # what `upstream heal` runs
+    assert healed.reseeded == ["raw_invoices"]
+    assert "raw_invoices+" in healed.rebuilt.split()
+    with wh.connect(settings.warehouse) as con:
+        columns = [c for c, _ in wh.relations(con)["analytics.raw_invoices"]]
+        assert columns == ["id", "account_id", "issued_on", "amount"]  # the CSV's header
+        assert wh.null_share(con, "analytics.raw_invoices", "amount") == 0
+        assert wh.row_count(con, "analytics.revenue_by_region") > 0
+    assert _digest(project) == before
+
 
 def test_the_project_dbt_init_makes_runs_the_whole_loop_untouched(tmp_path: Path) -> None:
     """A project nobody wrote for Upstream: the one `dbt init` generates (its first model has a

@@ -18,6 +18,7 @@ from upstream_dagster.conformance.plan import Plan
 from upstream_dagster.conformance.score import Dial
 from upstream_dagster.definitions import CORE_JOBS, build, core
 from upstream_dagster.defs import journal
+from upstream_dagster.defs.estate_jobs import ESTATE_JOBS, REBUILD_TAG, REFRESH_JOB
 from upstream_dagster.defs.estate_jobs import OUTCOME as BUILD_OUTCOME
 from upstream_dagster.defs.remediation import DRIVER_TAG, INCIDENT_TAG
 from upstream_dagster.defs.resources import WRITEBACK_POOL, ReviewerToken, gate_db
@@ -78,25 +79,40 @@ def gate_store(settings: Settings) -> GateStore:
 
 
 def failure_message(result: dg.ExecuteInProcessResult) -> str:
-    """The first failed check's reason, else the first step failure's own message."""
+    """dbt's own error when the build failed (a monitor that failed over the tables the build
+    left behind is a consequence, not the cause); else the first failed check's reason, else
+    the first step failure's own message."""
+    failures = [_step_error(e) for e in result.all_events if e.is_step_failure]
+    built = [f for f in failures if f and f.startswith(f"step {BUILD_OUTCOME} ")]
+    if built:
+        return built[0]
     for check in result.get_asset_check_evaluations():
         if not check.passed and check.description:
             return f"check {check.check_name} failed: {check.description}"
-    for event in result.all_events:
-        if event.is_step_failure and event.step_failure_data is not None:
-            error = event.step_failure_data.error
-            while (
-                error is not None
-                and error.cause is not None
-                and (
-                    "Error occurred while executing" in error.message
-                    or error.cls_name in ("DagsterExecutionStepExecutionError",)
-                )
-            ):
-                error = error.cause
-            if error is not None:
-                return f"step {event.step_key} failed: {error.message.strip()}"
+    for found in failures:
+        if found:
+            return found
     return "the run failed; open the Dagster UI (`make ui`) to read its log"
+
+
+def _step_error(event: dg.DagsterEvent) -> str:
+    error = event.step_failure_data.error if event.step_failure_data else None
+    while (
+        error is not None
+        and error.cause is not None
+        and (
+            "Error occurred while executing" in error.message
+            or error.cls_name in ("DagsterExecutionStepExecutionError",)
+        )
+    ):
+        error = error.cause
+    if error is None:
+        return ""
+    text = error.message.strip()
+    head, colon, rest = text.partition(": ")  # "upstream_dagster.errors.BuildFailed: ..."
+    if colon and head.split(".")[-1] == error.cls_name:
+        text = rest
+    return f"step {event.step_key} failed: {text}"
 
 
 HOST_TAG, PID_TAG = "upstream/host", "upstream/pid"
@@ -152,6 +168,14 @@ def run_job(
     job = defs.resolve_job_def(job_name)
     release_dead_runs(instance)
     tags = {**(tags or {}), HOST_TAG: socket.gethostname(), PID_TAG: str(os.getpid())}
+    rebuild = None
+    if job_name in ESTATE_JOBS:  # dagster-dbt is imported only for the jobs that build
+        from upstream_dagster.defs import rebuild as rebuilds
+
+        # A refresh rebuilds what changed since the last build and what is downstream of it.
+        rebuild = rebuilds.plan(settings, job, selection) if job_name == REFRESH_JOB else None
+        if rebuild is not None:
+            selection, tags[REBUILD_TAG] = rebuild.selection, rebuild.select
     # The command line shows warnings only; the full log is in the Dagster UI for every run.
     # A loud build failure the caller expects is reported by the caller, not as a traceback.
     level = "CRITICAL" if loud_build_ok else "WARNING"
@@ -170,6 +194,8 @@ def run_job(
             partition_key=partition,
             resources=resources,
         )
+    if job_name in ESTATE_JOBS:
+        rebuilds.record(settings, result, rebuild)
     if not result.success and not (loud_build_ok and failed_steps(result) == {BUILD_OUTCOME}):
         raise UpstreamError(
             f"the Dagster job {job_name} failed ({failure_message(result)})",

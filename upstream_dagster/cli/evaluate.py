@@ -12,10 +12,12 @@ from upstream_dagster.cli.app import app, guarded, lazy, out, plain, running
 from upstream_dagster.evaluation.scenario import load_scenario
 
 if TYPE_CHECKING:
+    from upstream_dagster import healing
     from upstream_dagster.evaluation import breakage, suite
 else:  # imported when a command first uses them
     suite = lazy("upstream_dagster.evaluation.suite")
     breakage = lazy("upstream_dagster.evaluation.breakage")
+    healing = lazy("upstream_dagster.healing")
 
 
 @app.command("break")
@@ -65,14 +67,17 @@ def heal(
     --forget is given."""
     settings = settings_mod.load()
 
-    def run() -> int:
-        with running("rebuilding the clean estate (estate_build)"):
-            return breakage.heal_estate(settings, forget)
+    def run() -> healing.Healed:
+        with running("restoring the clean estate (what changed, and what is downstream of it)"):
+            return healing.heal(settings, forget)
 
-    removed = guarded(run)
+    healed = guarded(run)
+    for seed in healed.reseeded:
+        out.print(f"  reloaded the seed {seed} with a full refresh (its table had changed shape)")
+    plain(f"  rebuilt {healed.rebuilt or 'the whole project'} (run {healed.run_id})")
     out.print(
         "healed: clean warehouse and metadata rebuilt"
-        + (f"; {removed} memory properties removed" if forget else "; memory kept")
+        + (f"; {healed.removed} memory properties removed" if forget else "; memory kept")
     )
 
 

@@ -33,10 +33,12 @@ from upstream_dagster.defs.resources import DataHubResource, UpstreamResource
 from upstream_dagster.demo.generator import TABLES as DEMO_TABLES
 from upstream_dagster.demo.generator import load_warehouse
 from upstream_dagster.errors import BuildFailed
-from upstream_dagster.services import observe
+from upstream_dagster.services import build_failure, observe
 from upstream_dagster.services.observe import Node, manifest_nodes
 from upstream_dagster.spec.models import EstateSpec
+from upstream_dagster.warehouse import built_state
 from upstream_dagster.warehouse import duckdb_warehouse as wh
+from upstream_dagster.warehouse.dbt_project import DbtProject
 
 # The jobs and names other areas launch or read live apart, so that importing them does not
 # import dagster-dbt (most of a command's start-up): see estate_jobs.
@@ -140,19 +142,6 @@ def test_description(manifest: Mapping[str, Any], unique_id: str) -> str:
         f"dbt test {name}: {meaning}. Not blocking: a failure still reaches DataHub as a "
         "failing assertion, which the failing_assertions sensor investigates."
     )
-
-
-def _build_errors(results_file: Path, status: str = "error") -> list[str]:
-    """The nodes dbt could not run (tests aside): from run_results.json, or from sources.json
-    with ``status`` "runtime error" (a freshness dbt could not measure)."""
-    if not results_file.exists():
-        return [f"dbt wrote no {results_file.name}"] if status == "error" else []
-    results = json.loads(results_file.read_text())["results"]
-    return [
-        f"{r['unique_id']}: {(r.get('message') or '').strip()[:300]}"
-        for r in results
-        if r["status"] == status and not r["unique_id"].startswith(("test.", "unit_test."))
-    ]
 
 
 def _statuses(run_results: Path, keys: dict[str, dg.AssetKey]) -> dict[dg.AssetKey, str]:
@@ -293,17 +282,8 @@ def estate_defs(
     )
     def build_outcome(upstream: UpstreamResource) -> dg.MaterializeResult[Any]:
         settings = upstream.settings()
-        errors = _build_errors(settings.artifacts_dir / "run_results.json")
-        feeds = _build_errors(settings.artifacts_dir / "sources.json", "runtime error")
-        if errors or feeds:
-            what = [f"dbt could not build {len(errors)} model(s)"] if errors else []
-            what += [f"could not measure the freshness of {len(feeds)} feed(s)"] if feeds else []
-            raise BuildFailed(
-                " and ".join(what) + ": " + "; ".join((errors + feeds)[:3]),
-                "DataHub holds a failing build check on each, and the failed_builds sensor "
-                "opens an incident that finds the upstream change; or fix the model SQL in "
-                f"{settings.dbt_source_dir}/models and rebuild",
-            )
+        reshaped = built_state.seeds_out_of_shape(DbtProject.of(settings))
+        build_failure.check(settings.artifacts_dir, manifest, settings.dbt_source_dir, reshaped)
         return dg.MaterializeResult(metadata={"models_failed": 0})
 
     profiles = profiles_asset(nodes, [datahub_metadata])

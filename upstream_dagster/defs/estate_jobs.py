@@ -9,6 +9,9 @@ import dagster as dg
 RAW_FEEDS = "raw_feeds"
 PROFILES = "warehouse_profiles"
 OUTCOME = "build_outcome"
+REFRESH_JOB = "estate_refresh"
+ESTATE_JOBS = ("estate_build", REFRESH_JOB)  # they build dbt: a record of what they built
+REBUILD_TAG = "upstream/rebuilt"  # a refresh's dbt selection, e.g. "source:shop.orders+"
 # everything up to the build's outcome; the refresh leaves the raw feeds as they are now
 BUILD = dg.AssetSelection.assets(OUTCOME).upstream().materializable()
 REFRESH = BUILD - dg.AssetSelection.groups(RAW_FEEDS)

@@ -8,7 +8,8 @@ digest ``plan`` printed, ``verify``, ``reset --yes``. Prints one line per check:
 files are untouched (a digest of every file before and after), the dial before, projected,
 measured and after reset, and whether reset brought DataHub Lite back byte for byte. Exits 1
 when any check fails. The estate must name a reviewer the gate accepts without a key
-(``identity: not-enforced``), as the demo does.
+(``identity: not-enforced``), as the demo does. ``--feeds SCRIPT`` names the SQL script that
+loads the project's raw feeds (UPSTREAM_FEEDS), for a project whose sources are not seeds.
 """
 
 from __future__ import annotations
@@ -74,6 +75,9 @@ def main() -> None:
     parser.add_argument("project", type=Path)
     parser.add_argument("estate", type=Path)
     parser.add_argument("--state", type=Path, default=None)
+    parser.add_argument(
+        "--feeds", type=Path, default=None, help="the SQL script that loads the raw feeds"
+    )
     args = parser.parse_args()
     project, estate_file = args.project.resolve(), args.estate.resolve()
     reviewer = load_estate(estate_file).policies.approvers[0]
@@ -85,6 +89,8 @@ def main() -> None:
         UPSTREAM_STATE_DIR=str(state),
     )
     env.pop("UPSTREAM_FEEDS", None)
+    if args.feeds:  # a project whose sources a script loads (`make bench-own ... FEEDS=`)
+        env["UPSTREAM_FEEDS"] = str(args.feeds.resolve())
     files_before = tree_digest(project)
     built = _run(env, "build")
     before = _overall(built)

@@ -1,0 +1,92 @@
+"""Rebuild what changed: `break` and `heal` build only the dbt nodes their change reaches (dbt's
+``<node>+``), and end where a full build does. Asserted by the selection each run used, what dbt
+ran, and the warehouse afterwards, on the real demo estate (never by time)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from upstream_dagster import settings as settings_mod
+from upstream_dagster.warehouse import duckdb_warehouse as wh
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _tables(warehouse: Path) -> dict[str, tuple[object, ...]]:
+    """Every relation's columns, rows and a hash of its rows."""
+    with wh.connect(warehouse) as con:
+        out = {}
+        for name, cols in wh.relations(con).items():
+            query = f"SELECT count(*), sum(hash(t)) FROM {wh.rel(name)} t"
+            rows, total = con.execute(query).fetchone() or (0, 0)
+            out[name] = (tuple(cols), rows, str(total))
+        return out
+
+
+def _ran(settings: settings_mod.Settings) -> set[str]:
+    """The models dbt ran (built, failed or skipped) in the last build."""
+    results = json.loads((settings.artifacts_dir / "run_results.json").read_text())["results"]
+    return {r["unique_id"] for r in results if r["unique_id"].startswith("model.")}
+
+
+def test_break_and_heal_rebuild_what_the_fault_reached_and_end_where_a_full_build_does(
+    estate: settings_mod.Settings, built_estate: Path
+) -> None:
+    from upstream_dagster.defs.estate_jobs import REBUILD_TAG
+    from upstream_dagster.evaluation.breakage import break_estate
+    from upstream_dagster.evaluation.scenario import load_scenario
+    from upstream_dagster.healing import heal
+    from upstream_dagster.runs import dagster_instance
+    from upstream_dagster.warehouse.built_state import downstream
+    from upstream_dagster.warehouse.dbt_project import DbtProject
+
+    clean = _tables(estate.warehouse)
+    manifest = DbtProject.of(estate).manifest()
+    models = {u for u in manifest["nodes"] if u.startswith("model.")}
+    orders = "source.upstream_demo.shop.orders"
+    reached = downstream(manifest, {orders}) & models
+
+    report = break_estate(estate, load_scenario(ROOT / "scenarios/loud_rename.yaml"))
+    assert report.build_failed  # stg_orders names the renamed column outright
+    run = dagster_instance(estate).get_run_by_id(report.run_id)
+    assert run is not None and run.tags[REBUILD_TAG] == "source:shop.orders+"
+    assert _ran(estate) == reached and len(reached) < len(models)
+    with wh.connect(estate.warehouse) as con:
+        assert "promotion_code" in dict(wh.relations(con)["shop.orders"])
+
+    healed = heal(estate)
+    assert healed.reseeded == []  # the demo has no seeds: its feeds are loaded by Upstream
+    assert "source:shop.orders+" in healed.rebuilt.split()
+    assert _ran(estate) == reached  # what the fault reached, and nothing besides
+    assert _tables(estate.warehouse) == clean  # byte for byte what the full build left
+    assert _tables(built_estate / "warehouse.duckdb") == clean
+
+
+def test_a_refresh_with_nothing_changed_rebuilds_everything(estate: settings_mod.Settings) -> None:
+    """No difference from the last build is no reason to skip the build someone asked for: the
+    refresh is then the full one, as before."""
+    from upstream_dagster.defs.estate_jobs import REBUILD_TAG
+    from upstream_dagster.runs import run_job
+
+    result = run_job(estate, "estate_refresh")
+    assert REBUILD_TAG not in result.dagster_run.tags
+    manifest = json.loads((estate.dbt_project_dir / "target" / "manifest.json").read_text())
+    assert _ran(estate) == {u for u in manifest["nodes"] if u.startswith("model.")}
+
+
+def test_a_build_that_lacks_a_raw_feed_says_which_and_how_to_load_it(
+    shared_estate: settings_mod.Settings,
+) -> None:
+    from upstream_dagster.services.build_failure import fix_for
+    from upstream_dagster.warehouse.dbt_project import DbtProject
+
+    manifest = DbtProject.of(shared_estate).manifest()
+    error = "Catalog Error: Table with name orders does not exist!"
+    missing = [("model.upstream_demo.stg_orders", error)]
+    fix = fix_for(missing, manifest, shared_estate.dbt_source_dir)
+    assert "shop.orders" in fix and "FEEDS=" in fix and "model SQL" not in fix
+    seed = [("seed.upstream_demo.raw_invoices", 'Binder Error: column "amount" not found')]
+    assert "dbt seed --full-refresh --select raw_invoices" in fix_for(seed, manifest, Path("."))
+    model = [("model.upstream_demo.stg_orders", 'Referenced column "promo_code" not found')]
+    assert "fix the model SQL" in fix_for(model, manifest, Path("."))
