@@ -263,3 +263,17 @@ def test_a_store_that_is_not_a_file_is_named_with_its_fix(tmp_path: Path) -> Non
         "is not a file" in bad.value.problem and str(tmp_path / "gate.sqlite") in bad.value.problem
     )
     assert "mv " in bad.value.fix
+
+
+def test_reading_a_store_that_does_not_exist_makes_no_file(tmp_path: Path) -> None:
+    """The dial, the queue and the assistant's read-only tools read the gate's store; where no
+    plan has made it yet they read it as empty and leave no file behind (a read-only tool that
+    made one put state into a folder it only reads)."""
+    store = GateStore.local(tmp_path)
+    assert claims.rejected(store) == frozenset()
+    assert claims.claimed_by(store, "d1") is None
+    assert approvals.trusted(store) is None
+    assert list(tmp_path.iterdir()) == []
+    claims.claim(store, "d1", "run-1", "alice")  # a write makes it, and reads then see it
+    assert claims.claimed_by(store, "d1") == "run-1"
+    assert (tmp_path / "gate.sqlite").is_file()

@@ -135,6 +135,17 @@ class GateStore:
 
     @contextmanager
     def read(self) -> Iterator[Tx]:
+        """A read. A local store that does not exist yet reads as empty and is not made: a
+        read-only command (the dial, the queue, the assistant's tools) leaves no file behind."""
+        if not self.postgres and not Path(self.where).exists():
+            con = sqlite3.connect(":memory:")
+            try:
+                for statement in SCHEMA:
+                    con.execute(statement)
+                yield _Cursor(con, False)
+            finally:
+                con.close()
+            return
         with self._connection() as (con, postgres):
             try:
                 yield _Cursor(con, postgres)
