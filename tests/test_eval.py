@@ -15,7 +15,7 @@ from typer.testing import CliRunner, Result
 from upstream_dagster import settings as settings_mod
 from upstream_dagster.cli import app
 from upstream_dagster.errors import UpstreamError
-from upstream_dagster.evaluation.draw import COLUMN_KINDS, Estate, draw, read_estate
+from upstream_dagster.evaluation.draw import COLUMN_KINDS, Check, Estate, draw, read_estate
 from upstream_dagster.evaluation.grid import Grid
 from upstream_dagster.evaluation.replay import replay
 from upstream_dagster.evaluation.runner import EVAL_CLOCK, load_cases, replay_case
@@ -188,7 +188,7 @@ def test_random_faults_are_seeded_and_expect_the_relation_they_were_put_on(
     assert estate.models and set(estate.relations) - estate.models  # models and feeds both
     for case in first:
         (fault,) = case.faults
-        if case.expect.abstain:  # a coincidence: a flaky monitor and a change off its branch
+        if case.expect.abstain:  # a coincidence: a flaky check and a change that cannot reach it
             assert case.flaky and case.expect.root_cause is None
             continue
         assert fault.table in estate.candidates()  # its fault can reach a check
@@ -197,38 +197,70 @@ def test_random_faults_are_seeded_and_expect_the_relation_they_were_put_on(
         assert cause.column == (fault.column if fault.kind in COLUMN_KINDS else None)
 
 
-def test_the_draw_covers_every_fault_kind_on_feeds_and_models_and_never_an_unchecked_branch() -> (
-    None
-):
-    estate = Estate(
+def _estate() -> Estate:
+    return Estate(
         relations={
-            "raw.a": [("x", "INTEGER"), ("d", "DATE"), ("s", "VARCHAR")],
-            "stg.b": [("x", "INTEGER"), ("d", "DATE")],
-            "mart.c": [("total", "DOUBLE")],
+            "raw.a": [("x", "INTEGER"), ("d", "DATE"), ("s", "VARCHAR"), ("note", "VARCHAR")],
+            "stg.b": [("x", "INTEGER"), ("d", "DATE"), ("note", "VARCHAR")],
+            "ref.l": [("s", "VARCHAR"), ("label", "VARCHAR")],
+            "mart.c": [("total", "DOUBLE"), ("label", "VARCHAR")],
             "raw.z": [("y", "INTEGER")],  # feeds nothing a check reads
         },
         models={"stg.b", "mart.c"},
-        downstream={"raw.a": {"stg.b"}, "stg.b": {"mart.c"}, "raw.z": {"stg.q"}},
+        downstream={
+            "raw.a": {"stg.b"},
+            "stg.b": {"mart.c"},
+            "ref.l": {"mart.c"},
+            "raw.z": {"stg.q"},
+        },  # fmt: skip
         checked={"mart.c"},
         monitors=(("totals", "mart.c"),),
+        checks=(Check("totals", "mart.c", "total", "zero_values"),),
+        column_edges=(
+            (("raw.a", "x"), ("stg.b", "x")),
+            (("raw.a", "note"), ("stg.b", "note")),
+            (("stg.b", "x"), ("mart.c", "total")),
+            (("ref.l", "label"), ("mart.c", "label")),
+        ),
+        categories={"raw.a": {"s": ["eu", "us"]}, "ref.l": {"s": ["eu", "us"]}},
     )
-    drawn = draw(estate, 300, 1)
+
+
+def test_the_draw_covers_every_fault_kind_on_feeds_and_models_and_never_an_unchecked_branch() -> (
+    None
+):
+    estate = _estate()
+    drawn = draw(estate, 400, 1)
     coincidences = [c for c in drawn if c.expect.abstain]
-    assert 30 < len(coincidences) < 90  # about one in five
-    kinds_of_coincidence = set()
-    for case in coincidences:  # a flaky monitor, and a change that cannot explain it
+    assert 60 < len(coincidences) < 140  # about one in four
+    seen = set()
+    for case in coincidences:  # a flaky check, and a real change that cannot explain it
         (fault,) = case.faults
-        assert case.flaky == ["totals"] and case.trigger and case.trigger.dataset == "mart.c"
-        if fault.table == "raw.z":  # a real fault, on a branch that does not feed mart.c
-            kinds_of_coincidence.add("off branch")
-        else:  # a widening upstream that changes no value
-            assert (fault.kind, fault.column, fault.to) == ("change_type", "x", "BIGINT")
-            assert fault.table in ("raw.a", "stg.b")
-            kinds_of_coincidence.add("widening")
-    assert kinds_of_coincidence == {"off branch", "widening"}
+        (flaky,) = case.flaky_checks
+        assert (flaky.check, flaky.dataset, flaky.column) == ("totals", "mart.c", "total")
+        assert case.trigger and case.trigger.dataset == "mart.c"
+        if fault.table == "raw.z":
+            seen.add("off branch")
+        elif fault.kind == "change_type":
+            assert (fault.column, fault.to) == ("x", "BIGINT")  # a widening: no value changes
+            seen.add("widening")
+        elif fault.kind == "metadata":
+            seen.add("metadata")
+        else:  # a real change on the branch, where no column lineage reaches mart.c.total
+            assert (fault.table, (fault.column or "").lower()) not in {
+                ("raw.a", "x"), ("stg.b", "x"), ("mart.c", "total")}  # fmt: skip
+            assert fault.kind != "delete_rows" or fault.table == "ref.l"
+            seen.add(fault.kind)
+    assert seen == {"off branch", "widening", "metadata", "rename_column", "null_column",
+                    "delete_rows"}  # fmt: skip
+    small = [c for c in drawn if "a small" in c.description]
+    assert len(small) > 60 and {c.faults[0].kind for c in small} == {
+        "delete_rows", "duplicate_rows", "set_value", "late_rows", "out_of_order"}  # fmt: skip
+    assert all(c.faults[0].fraction in (None, 0.01, 0.02, 0.03) for c in small
+               if c.faults[0].kind in ("delete_rows", "duplicate_rows"))  # fmt: skip
     drawn = [c for c in drawn if not c.expect.abstain]
     kinds = {(c.faults[0].kind, c.faults[0].table in estate.models) for c in drawn}
-    assert {k for k, _ in kinds} == set(get_args(FaultKind))
+    assert {k for k, _ in kinds} == set(get_args(FaultKind)) - {"metadata"}
     assert ("skip_model", False) not in kinds  # a feed is not built, so it cannot be skipped
     assert ("null_column", True) in kinds and ("rename_column", False) in kinds
     assert all(c.faults[0].table != "raw.z" for c in drawn)

@@ -23,6 +23,7 @@ def column_profile(f: Json) -> ColumnProfile:
         f.get("max"),
         int(unique) if unique is not None and unique != "" else None,
         values,
+        f.get("min"),
     )
 
 

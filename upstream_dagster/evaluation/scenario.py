@@ -174,6 +174,7 @@ class Flaky(_Strict):
 
     check: str = Field(description="an estate.yaml monitor's name, or a dbt test's name")
     dataset: str | None = Field(default=None, description="schema.table, when it checks several")
+    column: str | None = Field(default=None, description="the column, when it checks several")
 
 
 class Occurrence(_Strict):

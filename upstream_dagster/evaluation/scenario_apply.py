@@ -11,6 +11,7 @@ import yaml
 
 from upstream_dagster.conformance.proposals import Change
 from upstream_dagster.datahub import changes
+from upstream_dagster.datahub.assertions import assertion_column
 from upstream_dagster.datahub.model import SearchQuery, assertion_properties
 from upstream_dagster.datahub.protocol import MetadataGraph
 from upstream_dagster.datahub.signals import report_run
@@ -145,7 +146,12 @@ def flaky_assertion(graph: MetadataGraph, flaky: Flaky) -> tuple[str, str]:
             unique_id.startswith("test.") and (test == want or test.startswith(want + "_"))
         ):
             entity = _entity(info)
-            if entity and (flaky.dataset is None or name_matches(entity, flaky.dataset)):
+            column = (assertion_column(info) or "").lower()
+            if (
+                entity
+                and (flaky.dataset is None or name_matches(entity, flaky.dataset))
+                and (flaky.column is None or column == flaky.column.lower())
+            ):
                 found.append((urn, entity))
     if not found:
         raise UpstreamError(

@@ -49,6 +49,7 @@ class ColumnProfile:
     maximum: str | None = None
     distinct: int | None = None  # distinct values (estimated), where the profile counts them
     values: tuple[tuple[str, int], ...] = ()  # a categorical column's value frequencies
+    minimum: str | None = None
 
 
 @dataclass(frozen=True)

@@ -103,6 +103,7 @@ def _columns(node: NodeView, p: tuple[Profile, Profile], ledger: Ledger) -> list
             or _mean(node, name, was, now, new, ledger)
             or _values(node, name, was, now, new, ledger)
             or _newest(node, name, was, now, old, new, ledger)
+            or _moved_times(node, name, was, now, old, new, ledger)
         )
         out += found
     return out
@@ -195,6 +196,27 @@ def _newest(node: NodeView, name: str, was: ColumnProfile, now: ColumnProfile, o
         max_after=now.maximum,
     )
     return [Finding("stale", node.urn, name, i, new.at_ms)]
+
+
+def _moved_times(node: NodeView, name: str, was: ColumnProfile, now: ColumnProfile, old: Profile,
+                 new: Profile, ledger: Ledger) -> list[Finding]:  # fmt: skip
+    """A date or time column whose earliest or latest value moved while the rows stayed: the
+    timestamps themselves shifted."""
+    if new.partition or now.mean is not None or new.rows != old.rows or not now.maximum:
+        return []
+    if (was.maximum, was.minimum) == (now.maximum, now.minimum) or not was.maximum:
+        return []
+    i = ledger.add(
+        "profile",
+        node.urn,
+        f"the times of {node.name}.{name} moved: from {was.minimum} .. {was.maximum} to "
+        f"{now.minimum} .. {now.maximum}, with as many rows",
+        column=name,
+        at_ms=new.at_ms,
+        max_before=was.maximum,
+        max_after=now.maximum,
+    )
+    return [Finding("value_shift", node.urn, name, i, new.at_ms)]
 
 
 def moved(node: NodeView, w: Window, column: str | None) -> bool | None:

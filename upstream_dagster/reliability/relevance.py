@@ -15,7 +15,6 @@ coincidence, and the verdict says so instead of concluding on it. Pure.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass
 
 from upstream_dagster.reliability import profiles
@@ -99,13 +98,12 @@ def reaches(inv: Investigation, hyp: Hypothesis, r: Reach | None) -> tuple[bool 
     what = _measured(inv)
     name = relation_of(hyp.cause) + (f".{hyp.column}" if hyp.column else "")
     if check.kind == "build":
-        if hyp.failure_class in SCHEMA_CLASSES:
-            named = _named(inv, hyp)
-            return named, (
-                f"the build error names {hyp.column}"
-                if named
-                else f"the build error does not name {hyp.column}: its change is not what failed"
-            )
+        if hyp.failure_class not in SCHEMA_CLASSES:
+            return None, ""
+        if _named(inv, hyp):
+            return True, f"the build error names {hyp.column}"
+        if _any_named(inv):  # another change is what the error names
+            return False, f"the build error names another column, not {hyp.column}"
         return None, ""
     if r is None:
         return None, "no column lineage to judge the path by"
@@ -139,6 +137,10 @@ def _measured(inv: Investigation) -> str:
 
 def _named(inv: Investigation, hyp: Hypothesis) -> bool:
     return any(inv.ledger[i].kind == "run_record" and inv.ledger[i].column for i in hyp.cites)
+
+
+def _any_named(inv: Investigation) -> bool:
+    return any(e.kind == "run_record" and e.column for e in inv.ledger.items)
 
 
 def checked_moved(inv: Investigation) -> tuple[bool | None, str]:
@@ -215,8 +217,3 @@ def judge(inv: Investigation, hyp: Hypothesis, r: Reach | None) -> Relevance:
     ok, why = reaches(inv, hyp, r)
     moved, said = checked_moved(inv)
     return Relevance(ok, moved, "; ".join(x for x in (why, said) if x))
-
-
-def unreached(inv: Investigation, r: Reach, urns: Iterable[str]) -> list[str]:
-    """Of ``urns``, those no path reaches what the check measures through."""
-    return [u for u in urns if not r.relation(u)]
