@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed-stamp
 # dbt and dagster must be found on PATH by the code location and the tests.
 export PATH := $(BIN):$(PATH)
 
-.PHONY: install system-deps demo test test-fast lint eval eval-random eval-summary calibrate bench bench-gate bench-own bench-scale ui showcase clean
+.PHONY: install system-deps demo test test-fast lint eval eval-random eval-summary calibrate bench bench-diagnosis bench-gate bench-own bench-scale ui showcase clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -81,6 +81,14 @@ eval-summary: install
 calibrate: install
 	$(BIN)/upstream calibrate $(foreach s,$(FIT_SEEDS),evals/records/fit/random-$(s)) \
 		$(foreach s,$(FIT_SUBS_SEEDS),evals/records/fit/subscriptions/random-$(s)=$(SUBS)/estate.yaml)
+
+## Diagnosis on the held-out random suites, per estate, replayed from their records (no DataHub):
+## rank 1, abstentions, confident wrong, separation, ECE with a 5-bin reliability table, median
+## time, and the same split by kind of draw (classic, small partial, coincidence).
+bench-diagnosis: install
+	$(BIN)/python -m upstream_dagster.evaluation.bench.diagnosis \
+		$(foreach s,$(SEEDS),evals/records/random-$(s)=estate.yaml) \
+		$(foreach s,$(SUBS_SEEDS),evals/records/subscriptions/random-$(s)=$(SUBS)/estate.yaml)
 
 ## The reviewer's commands against `python -c "import dagster"` on this machine (needs a built
 ## demo): median seconds and the ratio, measured in one run.

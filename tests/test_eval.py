@@ -20,8 +20,10 @@ from upstream_dagster.evaluation.grid import Grid
 from upstream_dagster.evaluation.replay import replay
 from upstream_dagster.evaluation.runner import EVAL_CLOCK, load_cases, replay_case
 from upstream_dagster.evaluation.scenario import FaultKind
+from upstream_dagster.reliability.verdict import summary_sentences
 from upstream_dagster.services.incident_record import conclusion
 from upstream_dagster.spec import load_estate
+from upstream_dagster.spec.urns import relation_of
 from upstream_dagster.state import records
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -69,6 +71,27 @@ def test_each_committed_record_replays_to_the_live_verdict(path: Path, no_datahu
         assert r.concluded == live["concluded"] and r.confidence == live["confidence"]
     text = (RECORDS / f"{case.name}.json").read_text()
     assert not re.search(r'"(time|timestampMillis|created_ms|timestamp_ms)": \d{11}', text)
+
+
+@pytest.mark.parametrize("name", ["off_path_rename", "off_path_null_burst"])
+def test_a_real_change_that_reaches_nothing_checked_beside_a_spurious_failure_is_a_coincidence(
+    name: str, no_datahub: None
+) -> None:
+    """Recorded live on the demo estate: a rename, and a NULL burst, whose lineage reaches
+    neither the checked columns nor the rows a count checks, on the night the check fails once
+    on unchanged data. Upstream abstains, names the change a coincidence and patches nothing."""
+    case = load_cases([ROOT / "evals/cases" / f"{name}.yaml"])[0]
+    (fault,) = case.faults
+    record = records.load(RECORDS / f"{name}.json")
+    v = replay(record["occurrences"][0]["investigation"], load_estate(ROOT / "estate.yaml"))
+    assert not v.concluded and v.top is not None
+    top, score = v.top
+    assert (relation_of(top.cause), top.column) == (fault.table, fault.column)
+    assert score.coincidence and score.confidence < 0.2
+    assert "That is a coincidence" in " ".join(summary_sentences(v))
+    assert "feeds none of" in v.why(top) or "nor decides its rows" in v.why(top)
+    assert v.remedy.action == "none" and not v.remedy.diff  # no patch for a non-problem
+    assert v.flaky and "is flaky" in v.flaky  # re-run on the same data, it passes
 
 
 RANDOM_SUITES = [(d, ROOT / "estate.yaml") for d in sorted(RECORDS.glob("random-*"))] + [

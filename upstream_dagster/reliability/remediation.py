@@ -6,8 +6,9 @@ that still name the removed column, wherever they name it (`rewrite`): each refe
 the new name and falls back to the old one, decided when dbt compiles against the live
 relation. A model the build skipped gets a re-run; lost, late, duplicated or changed data at a
 feed gets a reload and backfill, asked of the feed's owner; a dropped column or a changed type
-at a feed gets an escalation that says why no rewrite is safe; noise gets nothing. Every action
-is deterministic: same diagnosis, same fix.
+at a feed gets an escalation that says why no rewrite is safe. Noise, and a change that does
+not reach what the check measures (a coincidence), get nothing: the sandbox then only re-runs
+the check on the data as it is. Every action is deterministic: same diagnosis, same fix.
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ CATALOG = {
     "value_change": ("reload", "ask the feed's owner to re-deliver the values, then backfill"),
     "lost_match": ("reload", "reload the rows the lookup is missing, then backfill downstream"),
     "failing_check": ("none", "no action: nothing upstream explains the failure"),
+    "coincidence": ("none", "no action: the change found does not explain the failure"),
 }
 
 
@@ -121,4 +123,6 @@ _why_not = {
     "rewrite is safe; its owner must restore it or the models must stop reading it",
     "type_change": "the feed changed the column's type: casting it back could hide what "
     "changed, so its owner decides",
+    "coincidence": "no lineage path carries the change to what the check measures, or the "
+    "checked data did not move: a patch would fix a non-problem; the check is re-run instead",
 }

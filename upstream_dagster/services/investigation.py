@@ -151,7 +151,9 @@ def gather_on(graph: MetadataGraph, spec: EstateSpec, t: Triage, forensic: Foren
 def build_remedy(project: DbtProject, inv: Investigation) -> Remedy:
     if not inv.ranked:
         return remedy("failing_check", {}, None, None, "", ())
-    h = inv.ranked[0][0]
+    h, score = inv.ranked[0]
+    if score.coincidence:  # nothing to fix: the sandbox only re-runs the check (the control)
+        return remedy("coincidence", {}, None, None, "", ())
     manifest = project.manifest()
     node = project.node_of(relation_of(h.cause))
     if node is None:
