@@ -359,3 +359,59 @@ def test_score_features_follow_their_weights() -> None:
     assert replace(s, coincidence=1.0).confidence < s.confidence
     assert replace(s, spurious=1.0).confidence < s.confidence
     assert replace(s, grain=1.0).confidence > s.confidence
+
+
+def test_a_checked_column_lineage_lost_its_edges_into_is_no_proof_of_a_coincidence() -> None:
+    """DataHub holds the mart's table-level upstream but, after a re-ingestion, no column
+    lineage into its checked column: the feed's change may reach it, and the data moved, so
+    it is concluded, not called a coincidence."""
+    check = FailingCheck("urn:li:assertion:r", "revenue_present", "revenue", 2_000, "0 on day",
+                         kind="zero_values")  # fmt: skip
+    g = Graph(
+        views={
+            MART: NodeView(
+                MART, "mart.rev", (check,), profiles=two((10, 10), revenue=(col(), col(0.0, 0.0)))
+            ),  # fmt: skip
+            STG: NodeView(
+                STG, "stg.orders", profiles=two((100, 100), amount=(col(), col(0.0, 0.0)))
+            ),
+            FEED: NodeView(
+                FEED, "raw.orders", profiles=two((100, 100), price=(col(), col(0.0, 0.0)))
+            ),
+        },
+        ups={MART: (STG,), STG: (FEED,)},
+        columns=(
+            ((FEED, "price"), (STG, "amount")),
+            ((STG, "day"), (MART, ROWS)),  # only the rows the mart groups by are known
+            ((MART, "revenue"), (MART, "revenue")),  # its warehouse twin
+        ),
+        answers={"SELECT": [(100, 0.0)]},  # the warehouse: 100 rows, mean price 0
+    )
+    inv = investigate(Trigger(MART, check, W), g)
+    top, score = inv.ranked[0]
+    assert (top.cause, top.column) == (FEED, "price") and score.coincidence == 0.0
+    assert score.confidence >= 0.7
+
+
+def test_a_column_an_upstream_model_filters_on_reaches_a_row_count_through_a_passthrough() -> None:
+    """A count(*) check on a `select *` model: its rows are its input's, and that input keeps
+    only the rows whose status is set, so NULLs in status reach the count."""
+    check = timed_out("row_volume", None, "volume")
+    g = Graph(
+        views={
+            MART: NodeView(MART, "mart.rev", (check,), profiles=two((100, 40))),
+            STG: NodeView(STG, "stg.orders", profiles=two((100, 40))),
+            FEED: NodeView(
+                FEED, "raw.orders", profiles=two((100, 100), status=(col(0.0), col(0.6)))
+            ),
+        },
+        ups={MART: (STG,), STG: (FEED,)},
+        columns=(
+            ((FEED, "status"), (STG, ROWS)),
+            ((FEED, "id"), (STG, "id")),
+            ((STG, "id"), (MART, "id")),
+        ),
+    )
+    inv = investigate(Trigger(MART, check, W), g)
+    rel = inv.relevance[(FEED, "status", "null_jump")]
+    assert rel.reaches and not rel.coincidence

@@ -79,16 +79,30 @@ def reach(inv: Investigation, edges: Edges) -> Reach:
     visited: set[str] = set()
     while stack:
         node = stack.pop()
+        reads = inv.upstream.get(node[0]) or ()
         if node[0] not in visited:
             visited.add(node[0])
-            if node[0] not in fed and inv.upstream.get(node[0]):
+            if node[0] not in fed and reads:
                 # no column lineage into this model: whatever is upstream may reach through it
                 opaque |= reachable(node[0], inv.upstream)
-        for up in ups.get(node, set()) | ups.get((node[0], ROWS), set()):
+        parents = ups.get(node, set())
+        if node[1] != ROWS and reads and not _from_elsewhere(node, parents):
+            # a column of a model that reads others, with no lineage into it from any of them:
+            # lineage lost its edges (or it counts rows); whatever is upstream may reach it
+            opaque |= reachable(node[0], inv.upstream)
+        nexts = parents | ups.get((node[0], ROWS), set())
+        if node[1] == ROWS:  # a model's rows are made of its inputs' rows
+            nexts |= {(u, ROWS) for u in reads}
+        for up in nexts:
             if up not in seen:
                 seen.add(up)
                 stack.append(up)
     return Reach(frozenset(seen), frozenset(opaque), goal)
+
+
+def _from_elsewhere(node: tuple[str, str], parents: set[tuple[str, str]]) -> bool:
+    """Whether lineage feeds ``node`` from another relation (not its own warehouse twin)."""
+    return any(relation_of(p[0]) != relation_of(node[0]) for p in parents)
 
 
 def reaches(inv: Investigation, hyp: Hypothesis, r: Reach | None) -> tuple[bool | None, str]:
