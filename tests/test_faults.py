@@ -157,3 +157,51 @@ def test_a_check_that_could_not_look_is_never_reported_as_failed() -> None:
     assert claims[1].startswith("not_null failed on dev.customers")
     counted = EstateSummary(9, 9, 0, 0, 0, 9, 1, 0, 0, unevaluable_assertions=1)
     assert "(1 failing now, 1 could not evaluate)" in "\n".join(counted.lines())
+
+
+def test_the_scenario_language_says_what_real_incidents_do(con: duckdb.DuckDBPyConnection) -> None:
+    """A value set to another, timestamps shifted, rows late or out of order, rows chosen
+    through another table: as a change to a model's code and as statements over a feed."""
+    con.execute(
+        "create table accts as select range::INTEGER as acct_key, "
+        "case when range % 4 = 0 then 'eu' else 'us' end as region from range(1000)"
+    )
+    _, rows = run(con, fault(kind="set_value", column="amount", value="0", where="acct_key < 10"))
+    assert sum(1 for r in rows if r[1] == 0) == 10
+    _, rows = run(con, fault(kind="shift_time", hours=-24))
+    assert max(r[2] for r in rows) == datetime(2026, 11, 28, 5)
+    _, rows = run(con, fault(kind="late_rows", hours=10, where="acct_key % 2 = 0"))
+    assert len(rows) == 1000 - 5  # the even rows of the last 10 hours are not there yet
+    _, rows = run(con, fault(kind="out_of_order", days=2))
+    assert len(rows) == 1000 - 24 and not any(
+        r[2].date() == NOW.date().replace(day=27) for r in rows
+    )
+    through = {"relation": "x.accts", "on": "acct_key", "where": "region = 'eu'"}
+    sql = model_sql(fault(kind="delete_rows", through=through), COLS, MODEL, NOW)
+    got = con.execute(sql.replace("{{ config(materialized='table') }}", "").replace(
+        '"x"."accts"', "accts")).fetchall()  # fmt: skip
+    assert len(got) == 750 and all(r[0] % 4 for r in got)
+    (upd,) = fault_sql(fault(kind="set_value", column="amount", value="amount * -1"), COLS, NOW)
+    assert upd.startswith('UPDATE "ledger"."bookings" SET "amount" = amount * -1')
+
+
+@pytest.mark.parametrize(
+    "bad,message",
+    [
+        ({"kind": "set_value", "column": "amount", "value": "(select 1)"}, "one literal"),
+        ({"kind": "set_value", "column": "amount", "value": "1; drop table x"}, "comment or"),
+        ({"kind": "set_value", "column": "amount"}, "needs value"),
+        ({"kind": "shift_time", "hours": 0}, "changes nothing"),
+        ({"kind": "stale", "hours": -5}, "more than 0"),
+        ({"kind": "metadata", "aspect": "owner", "to": "x", "fraction": 0.5}, "selects no rows"),
+        (
+            {"kind": "delete_rows", "through": {"relation": "a.b", "on": "x;y", "where": "1=1"}},
+            "must name a column",
+        ),
+    ],
+)
+def test_a_fault_that_cannot_be_run_safely_is_refused_and_says_why(
+    bad: dict[str, object], message: str
+) -> None:
+    with pytest.raises(ValidationError, match=message):
+        fault(**bad)

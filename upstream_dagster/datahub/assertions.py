@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import UTC, datetime
 
+from upstream_dagster.datahub.aspects import BUILD_PROPERTY
 from upstream_dagster.datahub.model import Json, SearchQuery
 from upstream_dagster.datahub.protocol import MetadataGraph
 from upstream_dagster.spec.urns import field_path
@@ -21,6 +22,24 @@ def assertion_label(info: Json) -> str:
         kind = "dbt test" if unique_id.startswith("test.") else "dbt source freshness"
         return f"{kind} {unique_id.split('.')[2] if unique_id.count('.') >= 2 else unique_id}"
     return str((info.get("customAssertion") or {}).get("type") or "assertion")[:160]
+
+
+_DBT_TESTS = ("not_null", "unique", "relationships", "accepted_values")
+
+
+def check_kind(info: Json) -> str:
+    """What a check tests: "build" (a model's build), an estate.yaml monitor's rule, a dbt
+    test's kind (not_null, unique, relationships, accepted_values), "freshness", or ""."""
+    props = info.get("customProperties") or {}
+    if props.get(BUILD_PROPERTY):
+        return "build"
+    if props.get("upstream_rule"):
+        return str(props["upstream_rule"])
+    unique_id = str(props.get("dbt_unique_id", ""))
+    if unique_id.startswith("source."):
+        return "freshness"
+    name = unique_id.split(".")[2] if unique_id.count(".") >= 2 else ""
+    return next((k for k in _DBT_TESTS if name.startswith(k + "_")), "")
 
 
 def assertee(info: Json) -> str | None:

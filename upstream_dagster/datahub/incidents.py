@@ -7,14 +7,20 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from upstream_dagster.datahub.assertions import assertee, assertion_column, assertion_label
+from upstream_dagster.datahub.assertions import (
+    assertee,
+    assertion_column,
+    assertion_label,
+    check_kind,
+)
 from upstream_dagster.datahub.model import (
     AspectVersion,
     AssertionRun,
     SearchQuery,
     assertion_properties,
 )
-from upstream_dagster.datahub.probe import profiles_of, read_history
+from upstream_dagster.datahub.node_reads import profiles_of
+from upstream_dagster.datahub.probe import read_history
 from upstream_dagster.datahub.protocol import MetadataGraph
 from upstream_dagster.datahub.signals import is_build_check
 from upstream_dagster.errors import UpstreamError
@@ -169,14 +175,16 @@ def trigger_for(graph: MetadataGraph, key: str) -> Opened:
     if sib.get("siblings") and not sib.get("primary", False):
         symptom = str(sib["siblings"][0])
         facts = graph.get_aspects([symptom], FACTS).get(symptom, {})
-    check = FailingCheck(assertion, assertion_label(info), assertion_column(info), ts)
+    props = assertion_properties(info)
+    check = FailingCheck(
+        assertion, assertion_label(info), assertion_column(info), ts, kind=check_kind(info)
+    )
     params = {**(info.get("datasetAssertion") or {}), **custom}
     inputs = check_inputs(graph, params, symptom)
     field = str((params.get("nativeParameters") or {}).get("field") or "").strip("'\"")
     columns = tuple((u, field) for u in inputs) if field else ()
     history = read_history(graph, symptom)
     window = Window(_last_good(graph, history, assertion, ts), ts)
-    props = assertion_properties(info)
     return Opened(Trigger(symptom, check, window, inputs, columns), facts, history, props)
 
 

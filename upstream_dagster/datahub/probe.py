@@ -12,53 +12,24 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from upstream_dagster.datahub.assertions import assertion_column, assertion_label, process_runs
+from upstream_dagster.datahub.assertions import (
+    assertion_column,
+    assertion_label,
+    check_kind,
+    process_runs,
+)
 from upstream_dagster.datahub.model import AspectVersion, Json, Transaction
+from upstream_dagster.datahub.node_reads import check_run, code_of, profiles_of
 from upstream_dagster.datahub.protocol import MetadataGraph
 from upstream_dagster.datahub.timeline import derive
-from upstream_dagster.reliability.health import (
-    ColumnProfile,
-    FailingCheck,
-    NodeView,
-    Profile,
-    SchemaEvent,
-    Window,
-)
+from upstream_dagster.reliability.health import FailingCheck, NodeView, SchemaEvent, Window
 from upstream_dagster.reliability.sqlcols import row_columns
 from upstream_dagster.reliability.walk import ROWS, BudgetExhausted
 from upstream_dagster.spec.urns import entity_type, field_dataset, field_path, relation_of
 
 ColumnEdges = tuple[tuple[tuple[str, str], tuple[str, str]], ...]
-HISTORY_ASPECTS = ["schemaMetadata", "datasetProfile", "siblings"]
-
-
-def profiles_of(versions: Sequence[AspectVersion]) -> tuple[Profile, ...]:
-    out = []
-    for v in versions:
-        p = v.value
-        cols = []
-        for f in p.get("fieldProfiles") or []:
-            mean = f.get("mean")
-            cols.append(
-                (
-                    str(f["fieldPath"]),
-                    ColumnProfile(
-                        float(f.get("nullProportion") or 0.0),
-                        float(mean) if mean not in (None, "") else None,
-                        f.get("max"),
-                    ),
-                )
-            )
-        part = (p.get("partitionSpec") or {}).get("partition", "")
-        out.append(
-            Profile(
-                int(p["timestampMillis"]),
-                int(p.get("rowCount") or 0),
-                tuple(cols),
-                "" if part in ("", "FULL_TABLE_SNAPSHOT") else str(part),
-            )
-        )
-    return tuple(sorted(set(out), key=lambda x: x.at_ms))
+# viewProperties: a model's own code (viewLogic) and its compiled SQL (formattedViewLogic).
+HISTORY_ASPECTS = ["schemaMetadata", "datasetProfile", "siblings", "viewProperties"]
 
 
 def read_history(graph: MetadataGraph, urn: str) -> dict[str, list[AspectVersion]]:
@@ -204,9 +175,11 @@ class GraphProbe:
                 urns, ["siblings", "viewProperties"]
             ).items():
                 self._note_siblings(urn, aspects.get("siblings"))
+                # the compiled SQL: a model's own code is Jinja, which no SQL parser reads
                 view = aspects.get("viewProperties") or {}
-                if view.get("viewLogic"):
-                    logic[urn] = str(view["viewLogic"])
+                sql = view.get("formattedViewLogic") or view.get("viewLogic")
+                if sql:
+                    logic[urn] = str(sql)
             ups: dict[str, set[str]] = {}
             cols: set[tuple[tuple[str, str], tuple[str, str]]] = set()
             for e in edges:
@@ -304,6 +277,7 @@ class GraphProbe:
                         r.timestamp_ms,
                         native.get("message", ""),
                         _is_freshness(info),
+                        check_kind(info),
                     )
                 )
             mine = [t for t, p in sorted(twins.items()) if p == urn]
@@ -319,6 +293,8 @@ class GraphProbe:
                 merged_schema_events(self.schema(urn), [self.schema(t) for t in mine]),
                 profiles,
                 last_runs.get(urn),
+                tuple(check_run(r) for r in runs if self._prime(r.asserted_urn) == urn),
+                *code_of(histories),
             )
         return views
 

@@ -25,7 +25,7 @@ from upstream_dagster.defs.presentation import verdict_metadata
 from upstream_dagster.defs.resources import DataHubResource, UpstreamResource, WarehouseResource
 from upstream_dagster.narrator import Narrator
 from upstream_dagster.reliability.remediation import Remedy
-from upstream_dagster.reliability.verdict import Verdict
+from upstream_dagster.reliability.verdict import Sim, Verdict
 from upstream_dagster.services import approval, investigation
 from upstream_dagster.services.incident_record import make_record
 from upstream_dagster.state import records
@@ -97,15 +97,16 @@ def incident_evidence(
     partitions_def=incidents,
     group_name=GROUP,
     description="Verifies the leading hypothesis's fix before it is believed: copies the "
-    "dbt project and warehouse to a sandbox, applies the patch, rebuilds the affected "
-    "models and re-runs the failing check there.",
+    "dbt project and warehouse to a sandbox, re-runs the failing check there without the fix "
+    "(the control), then applies the patch, rebuilds the affected models and re-runs it again; "
+    "verified only when green with the fix and red without it.",
 )
 def incident_simulation(
     incident_triage: investigation.Triage,
     incident_evidence: investigation.Gathered,
     datahub: DataHubResource,
     upstream: UpstreamResource,
-) -> dg.Output[tuple[Remedy, investigation.Sim]]:
+) -> dg.Output[tuple[Remedy, Sim]]:
     with datahub.graph() as graph:
         fix, sim = investigation.simulate_step(
             graph, upstream.dbt_project(), upstream.spec(), incident_triage, incident_evidence
@@ -114,9 +115,11 @@ def incident_simulation(
         (fix, sim),
         metadata={
             "remedy": fix.action,
-            "simulated": sim[0],
-            "check_passes_after_fix": sim[1],
-            "result": sim[2],
+            "simulated": sim.ran,
+            "check_passes_after_fix": sim.passed,
+            "result": sim.message,
+            "control": sim.control_message or "not run",
+            "verified": sim.verified,
             "patch": dg.MetadataValue.md(f"```diff\n{fix.diff}```" if fix.diff else "no patch"),
         },
     )
@@ -134,7 +137,7 @@ def incident_verdict(
     context: dg.AssetExecutionContext,
     incident_triage: investigation.Triage,
     incident_evidence: investigation.Gathered,
-    incident_simulation: tuple[Remedy, investigation.Sim],
+    incident_simulation: tuple[Remedy, Sim],
     datahub: DataHubResource,
     upstream: UpstreamResource,
 ) -> dg.Output[Verdict]:

@@ -4,8 +4,12 @@ own jobs carry it into DataHub; restore the clean estate, keeping what Upstream 
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 
 import dagster as dg
@@ -14,11 +18,12 @@ from upstream_dagster import clock, runs
 from upstream_dagster.datahub import Target, connected
 from upstream_dagster.datahub.model import SearchQuery, assertion_properties
 from upstream_dagster.datahub.protocol import MetadataGraph
-from upstream_dagster.datahub.signals import forget_memory, report_run
+from upstream_dagster.datahub.signals import forget_memory
 from upstream_dagster.definitions import build
 from upstream_dagster.errors import UpstreamError
 from upstream_dagster.evaluation.faults import apply_faults, model_sql
 from upstream_dagster.evaluation.scenario import Fault, Scenario
+from upstream_dagster.evaluation.scenario_apply import apply_metadata, report_flaky, set_warn
 from upstream_dagster.settings import Settings
 from upstream_dagster.spec.loader import load_estate
 from upstream_dagster.warehouse import duckdb_warehouse as wh
@@ -67,20 +72,6 @@ def monitor_assertions(graph: MetadataGraph, monitor: str) -> list[tuple[str, st
         if assertion_properties(info).get("upstream_monitor") == monitor:
             out.append((urn, str((info.get("customAssertion") or {}).get("entity", ""))))
     return out
-
-
-def report_flaky(graph: MetadataGraph, monitor: str, at_ms: int, run_id: str) -> list[str]:
-    """A scenario's flaky check: the monitor's first assertion reports a failure once, with no
-    change in the data (a timeout, a lost connection)."""
-    found = monitor_assertions(graph, monitor)
-    if not found:
-        raise UpstreamError(
-            f"no assertion in DataHub belongs to monitor {monitor!r}",
-            "name a monitor from the monitors block of estate.yaml, after a build ran it",
-        )
-    urn, dataset = found[0]
-    report_run(graph, urn, dataset, False, {"message": "check timed out"}, at_ms, run_id)
-    return [urn]
 
 
 def _model_edits(settings: Settings, faults: list[Fault]) -> dict[Path, str]:
@@ -132,17 +123,21 @@ def _seed_files(project: DbtProject, faults: list[Fault]) -> dict[str, Path]:
 
 def break_estate(settings: Settings, scenario: Scenario) -> BreakReport:
     """Apply the scenario: faults on feeds to the warehouse (and a dbt seed's to its CSV too),
-    faults on models to their code, and let the estate's own refresh carry the result into
-    DataHub."""
+    faults on models to their code, a test's severity to the deployed project, metadata-only
+    changes to DataHub, and let the estate's own refresh carry the result into DataHub. A case
+    that started days ago runs one refresh a day from then, on the clock of that day."""
     project = DbtProject.of(settings)
-    in_code = [f for f in scenario.faults if _is_model(project, f)]
+    data_faults = [f for f in scenario.faults if f.kind != "metadata"]
+    in_code = [f for f in data_faults if _is_model(project, f)]
     edits = _model_edits(settings, in_code)
-    in_data = [f for f in scenario.faults if f not in in_code]
+    in_data = [f for f in data_faults if f not in in_code]
     seeds = _seed_files(project, in_data)
     budgets = load_estate(settings.estate_file).policies.reliability.budgets
-    statements = apply_faults(
-        settings.warehouse, in_data, clock.now(), budgets.query_seconds, budgets.query_memory_mb
-    )
+    days = scenario.started_days_ago or 0
+    with _clock_at(days):
+        statements = apply_faults(
+            settings.warehouse, in_data, clock.now(), budgets.query_seconds, budgets.query_memory_mb
+        )
     for path, text in edits.items():
         path.write_text(text)
         statements.append(f"-- rewrote {path.relative_to(project.project_dir)}")
@@ -152,19 +147,42 @@ def break_estate(settings: Settings, scenario: Scenario) -> BreakReport:
             statements.append(
                 f"-- wrote {table} back to {csv_file.relative_to(project.project_dir)}"
             )
+    statements += set_warn(project, scenario.warn)
     skip = {f.table.lower() for f in scenario.faults if f.kind == "skip_model"}
+    for ago in range(days, 0, -1):  # the daily builds since the faults landed
+        with _clock_at(ago):
+            _refresh(settings, skip)
     result = _refresh(settings, skip)
     flagged = []
-    if scenario.flaky:
+    metadata = [f for f in scenario.faults if f.kind == "metadata"]
+    if scenario.flaky or metadata:
         with connected(Target.of(settings)) as graph:
-            for name in scenario.flaky:
-                flagged += report_flaky(graph, name, clock.observed_ms(), result.run_id)
+            statements += apply_metadata(graph, metadata)
+            for check in scenario.flaky_checks:
+                flagged.append(report_flaky(graph, check, clock.observed_ms(), result.run_id))
     (settings.state_dir / "scenario.json").write_text(
         json.dumps({"scenario": scenario.name, "statements": statements}, indent=2)
     )
     return BreakReport(
         scenario.name, statements, sorted(skip), flagged, result.run_id, not result.success
     )
+
+
+@contextlib.contextmanager
+def _clock_at(days_ago: int) -> Iterator[None]:
+    """The one clock moved back ``days_ago`` days for what runs inside (0: as it is)."""
+    if not days_ago:
+        yield
+        return
+    saved = os.environ.get(clock.CLOCK_ENV)
+    os.environ[clock.CLOCK_ENV] = (clock.now() - timedelta(days=days_ago)).isoformat()
+    try:
+        yield
+    finally:
+        if saved is None:
+            os.environ.pop(clock.CLOCK_ENV, None)
+        else:
+            os.environ[clock.CLOCK_ENV] = saved
 
 
 def heal_estate(settings: Settings, forget: bool = False) -> int:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from upstream_dagster.errors import UpstreamError
 from upstream_dagster.evaluation.scenario import Fault
+from upstream_dagster.evaluation.scenario_sql import condition, join_on
 from upstream_dagster.reliability.sqlguard import guard
 from upstream_dagster.warehouse import bounded
 from upstream_dagster.warehouse import duckdb_warehouse as wh
@@ -24,6 +25,50 @@ from upstream_dagster.warehouse.duckdb_warehouse import (
     views,
 )
 
+_EVENT_TIME = ("late_rows", "out_of_order", "shift_time")  # read the first date column
+_LOAD_TIME = ("stale", "skip_model")  # read the last one, usually the load stamp
+
+
+def _day_column(fault: Fault, cols: Columns) -> str:
+    if fault.column and fault.kind in _EVENT_TIME:
+        found = date_column(cols, fault.column)
+    elif fault.kind in _LOAD_TIME:
+        found = date_column(list(reversed(cols)))
+    else:
+        found = date_column(cols)
+    if found is None:
+        raise UpstreamError(
+            f"{fault.kind} on {fault.relation} needs a DATE or TIMESTAMP column",
+            "pick a relation with one, or use 'where' to select rows",
+        )
+    return found
+
+
+def _since(now: datetime, hours: float) -> str:
+    return f"TIMESTAMP '{(now - timedelta(hours=hours)).replace(tzinfo=None).isoformat(sep=' ')}'"
+
+
+def _time_conditions(fault: Fault, cols: Columns, now: datetime) -> list[str]:
+    conds = []
+    if fault.kind in ("stale", "skip_model", "late_rows"):
+        conds.append(f"{quote(_day_column(fault, cols))} > {_since(now, fault.hours or 0)}")
+    elif fault.kind == "out_of_order":  # one earlier day's rows come after later days'
+        day = (now - timedelta(days=fault.days or 1)).date().isoformat()
+        conds.append(f"CAST({quote(_day_column(fault, cols))} AS DATE) = DATE '{day}'")
+    elif fault.days is not None:
+        since = (now - timedelta(days=fault.days)).date().isoformat()
+        conds.append(f"CAST({quote(_day_column(fault, cols))} AS DATE) > DATE '{since}'")
+    return conds
+
+
+def _guarded(sql: str, table: str, fault: Fault) -> None:
+    checked = guard(sql, {table})
+    if checked.refused:
+        raise UpstreamError(
+            f"the row selection of a {fault.kind} fault is refused: {checked.reason}",
+            "write a plain SQL condition over the relation's columns",
+        )
+
 
 def _rows(fault: Fault, cols: Columns, now: datetime, sample: str = "rowid") -> str:
     """The SQL condition selecting the rows a fault touches (all rows when nothing narrows).
@@ -31,30 +76,32 @@ def _rows(fault: Fault, cols: Columns, now: datetime, sample: str = "rowid") -> 
     row in a model's query."""
     conds = []
     if fault.fraction is not None and fault.kind not in ("stale", "skip_model"):
-        conds.append(f"({sample} % 100) < {round(fault.fraction * 100)}")
-    if fault.days is not None or fault.kind in ("stale", "skip_model"):
-        stamp = date_column(list(reversed(cols))) if fault.kind in ("stale", "skip_model") else None
-        day_col = stamp or date_column(cols)
-        if day_col is None:
-            raise UpstreamError(
-                f"{fault.kind} on {fault.relation} needs a DATE or TIMESTAMP column",
-                "pick a relation with one, or use 'where' to select rows",
-            )
-        if fault.days is not None:
-            since = (now - timedelta(days=fault.days)).date().isoformat()
-            conds.append(f"CAST({quote(day_col)} AS DATE) > DATE '{since}'")
-        else:
-            since_ts = (now - timedelta(hours=fault.hours or 0)).replace(tzinfo=None)
-            conds.append(f"{quote(day_col)} > TIMESTAMP '{since_ts.isoformat(sep=' ')}'")
+        conds.append(f"({sample} % 100) < {max(1, round(fault.fraction * 100))}")
+    conds += _time_conditions(fault, cols, now)
     if fault.where:
-        checked = guard(f"SELECT * FROM {fault.table} WHERE {fault.where}", {fault.table})
-        if checked.refused:
+        _guarded(f"SELECT * FROM {fault.table} WHERE {fault.where}", fault.table, fault)
+        conds.append(f"({condition(fault.where)})")
+    if fault.through is not None:
+        t = fault.through
+        mine, theirs = join_on(t.on)
+        if mine.lower() not in {c.lower() for c, _ in cols}:
             raise UpstreamError(
-                f"the 'where' of a {fault.kind} fault is refused: {checked.reason}",
-                "write a plain SQL condition over the relation's columns",
+                f"{fault.relation} has no column {mine!r} to select rows through {t.table}",
+                f"pick one of: {', '.join(c for c, _ in cols)}",
             )
-        conds.append(f"({fault.where})")
+        inner = f"SELECT {quote(theirs)} FROM {rel(t.table)} WHERE {condition(t.where)}"
+        _guarded(inner, t.table.lower(), fault)
+        conds.append(f"{quote(mine)} IN ({inner})")
     return " AND ".join(conds) or "TRUE"
+
+
+def _shifted(fault: Fault, col: str, kind: str) -> str:
+    minutes = round((fault.hours or 0) * 60)
+    return f"CAST({col} + to_minutes(CAST({minutes} AS BIGINT)) AS {kind})"
+
+
+def _type_of(cols: Columns, column: str) -> str:
+    return next(t for c, t in cols if c.lower() == column.lower())
 
 
 def fault_sql(fault: Fault, cols: Columns, now: datetime) -> list[str]:
@@ -80,10 +127,18 @@ def fault_sql(fault: Fault, cols: Columns, now: datetime) -> list[str]:
             return [f"UPDATE {table} SET {col} = 0 WHERE {where}"]
         case "scale_values":
             return [f"UPDATE {table} SET {col} = {col} * {float(fault.factor or 1)} WHERE {where}"]
-        case "delete_rows" | "stale" | "skip_model":
+        case "set_value":
+            return [f"UPDATE {table} SET {col} = {fault.sql_value} WHERE {where}"]
+        case "shift_time":
+            day = _day_column(fault, cols)
+            shifted = _shifted(fault, quote(day), _type_of(cols, day))
+            return [f"UPDATE {table} SET {quote(day)} = {shifted} WHERE {where}"]
+        case "delete_rows" | "stale" | "skip_model" | "late_rows" | "out_of_order":
             return [f"DELETE FROM {table} WHERE {where}"]
         case "duplicate_rows":
             return [f"INSERT INTO {table} SELECT * FROM {table} WHERE {where}"]
+        case "metadata":
+            return []  # DataHub only (`breakage`): the warehouse is not touched
     raise ValueError(f"unknown fault {fault.kind}")
 
 
@@ -99,8 +154,8 @@ def model_sql(fault: Fault, cols: Columns, original: str, now: datetime) -> str:
             f"{fault.relation} has no column {fault.column!r}",
             f"pick one of: {', '.join(c for c, _ in cols)}",
         )
-    if fault.kind == "skip_model":
-        raise ValueError("skip_model is not a change to the model's code")
+    if fault.kind in ("skip_model", "metadata"):
+        raise ValueError(f"{fault.kind} is not a change to the model's code")
     col = quote(fault.column or "")
     where = _rows(fault, cols, now, sample=f"hash({FAULT_ROW})")
     source = f"{FAULT_INPUT} as {FAULT_ROW}"
@@ -121,7 +176,16 @@ def model_sql(fault: Fault, cols: Columns, original: str, now: datetime) -> str:
             factor = float(fault.factor or 1)
             body = f"select * replace (case when {where} then {col} * {factor} else {col} end "
             body += f"as {col}) from {source}"
-        case "delete_rows" | "stale":
+        case "set_value":
+            kind = _type_of(cols, fault.column or "")
+            body = f"select * replace (case when {where} then cast({fault.sql_value} as {kind}) "
+            body += f"else {col} end as {col}) from {source}"
+        case "shift_time":
+            day = _day_column(fault, cols)
+            shifted = _shifted(fault, quote(day), _type_of(cols, day))
+            body = f"select * replace (case when {where} then {shifted} else {quote(day)} end "
+            body += f"as {quote(day)}) from {source}"
+        case "delete_rows" | "stale" | "late_rows" | "out_of_order":
             body = f"select * from {source} where not ({where})"
         case "duplicate_rows":
             body = f"select * from {source} union all select * from {source} where {where}"

@@ -10,7 +10,7 @@ from upstream_dagster.datahub.model import Capabilities
 from upstream_dagster.datahub.recording import ReplayGraph, absolute_times
 from upstream_dagster.errors import UpstreamError
 from upstream_dagster.reliability.remediation import Remedy
-from upstream_dagster.reliability.verdict import Verdict
+from upstream_dagster.reliability.verdict import Sim, Verdict
 from upstream_dagster.services.investigation import gather_on, triage_on, verdict_step
 from upstream_dagster.spec.models import EstateSpec
 from upstream_dagster.state.records import FORMAT, decode_value
@@ -54,5 +54,4 @@ def replay(record: dict[str, Any], spec: EstateSpec) -> Verdict:
     g = gather_on(walk, spec, t, ForensicReplay(body["forensic"]))
     r = record["remedy"]
     fix = Remedy(**{k: tuple(v) if isinstance(v, list) else v for k, v in r.items()})  # type: ignore[arg-type]
-    s = record["simulation"]
-    return verdict_step(spec, t, g, fix, (s["ran"], s["passed"], s["message"]))
+    return verdict_step(spec, t, g, fix, Sim(**record["simulation"]))

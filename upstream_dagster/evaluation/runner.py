@@ -37,6 +37,7 @@ from upstream_dagster.evaluation.grid import Result
 from upstream_dagster.evaluation.replay import replay
 from upstream_dagster.evaluation.scenario import Scenario, Trigger, load_scenario
 from upstream_dagster.reliability.verdict import Verdict
+from upstream_dagster.reliability.walk import reachable
 from upstream_dagster.settings import Settings
 from upstream_dagster.spec.models import EstateSpec
 from upstream_dagster.spec.urns import name_matches, relation_of
@@ -133,15 +134,34 @@ def _fires(
 
 def failing_check(settings: Settings, scenario: Scenario) -> str | None:
     """The incident key of the first failing assertion the case's trigger names, keyed as the
-    sensor keys it (what the sensor would open)."""
+    sensor keys it (what the sensor would open). When the trigger's check never ran because
+    dbt skipped everything below a failing test, the failing check nearest above it opens the
+    incident instead: that is the one a person is paged for."""
     with connected(Target.of(settings)) as graph:
         failing = [r for r in graph.assertion_runs() if r.result in ("FAILURE", "ERROR")]
         infos = graph.get_aspects(sorted({r.assertion_urn for r in failing}), ["assertionInfo"])
-    for run in failing:  # oldest first: the check nearest the fault fails first
-        info = infos.get(run.assertion_urn, {}).get("assertionInfo") or {}
-        if _fires(scenario.trigger, scenario.symptom, run, info):
+        for run in failing:  # oldest first: the check nearest the fault fails first
+            info = infos.get(run.assertion_urn, {}).get("assertionInfo") or {}
+            if _fires(scenario.trigger, scenario.symptom, run, info):
+                return incident_key(run, check_name(info))
+        dataset = (scenario.trigger.dataset if scenario.trigger else None) or scenario.symptom
+        if not dataset or not failing:
+            return None
+        above = _upstream_of(graph, dataset)
+    for run in failing:
+        if relation_of(run.asserted_urn) in above:
+            info = infos.get(run.assertion_urn, {}).get("assertionInfo") or {}
             return incident_key(run, check_name(info))
     return None
+
+
+def _upstream_of(graph: Any, dataset: str) -> set[str]:
+    """The relations upstream of ``dataset`` in DataHub's lineage (schema.table)."""
+    ups: dict[str, set[str]] = {}
+    for e in graph.lineage_edges():
+        ups.setdefault(relation_of(e.downstream), set()).add(relation_of(e.upstream))
+    target = ".".join(dataset.lower().split(".")[-2:])
+    return reachable(target, ups) - {target}
 
 
 def launch(settings: Settings, key: str) -> Outcome:
@@ -225,8 +245,11 @@ def replay_case(scenario: Scenario, record: dict[str, Any], spec: EstateSpec) ->
 
 
 # -- the suite, on fresh copies of the built estate ---------------------------------------------
-def _worker(scenario_json: str, base_state: str, work: str) -> tuple[list[dict[str, Any]], Any]:
+def _worker(
+    scenario_json: str, base_state: str, work: str, env: dict[str, str]
+) -> tuple[list[dict[str, Any]], Any]:
     """One case on its own copy of the estate (runs in a worker process)."""
+    os.environ.update(env)
     scenario = Scenario.model_validate_json(scenario_json)
     state = Path(work) / scenario.name
     shutil.rmtree(state, ignore_errors=True)
@@ -252,8 +275,10 @@ def run_suite(
     base_state: Path,
     jobs: int,
     on_done: Callable[[Scenario, list[Result], dict[str, Any] | None, str], None],
+    env: dict[str, str] | None = None,
 ) -> None:
-    """Run cases on fresh copies of ``base_state``, ``jobs`` at a time, in worker processes."""
+    """Run cases on fresh copies of ``base_state``, ``jobs`` at a time, in worker processes
+    (``env`` selects the estate there)."""
     with tempfile.TemporaryDirectory(prefix="upstream-eval-") as work:
         ctx = multiprocessing.get_context("spawn")
         with ProcessPoolExecutor(max_workers=max(1, jobs), mp_context=ctx) as pool:
@@ -261,7 +286,8 @@ def run_suite(
             # with a long case at the end while the other idles.
             ordered = sorted(cases, key=lambda c: -len(c.occurrences))
             futures = {
-                pool.submit(_worker, c.model_dump_json(), str(base_state), work): c for c in ordered
+                pool.submit(_worker, c.model_dump_json(), str(base_state), work, env or {}): c
+                for c in ordered
             }
             for future in as_completed(futures):
                 case = futures[future]

@@ -10,12 +10,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-import sqlglot
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
-from sqlglot import exp
-from sqlglot.errors import ParseError, TokenError
 
 from upstream_dagster.errors import UpstreamError
+from upstream_dagster.evaluation.scenario_sql import condition, join_on, sql_type, value
 from upstream_dagster.spec.reading import Limit, read_yaml
 
 FaultKind = Literal[
@@ -29,79 +27,101 @@ FaultKind = Literal[
     "skip_model",
     "zero_values",
     "scale_values",
+    "set_value",
+    "shift_time",
+    "late_rows",
+    "out_of_order",
+    "metadata",
 ]
 _NEEDS_COLUMN = {"rename_column", "drop_column", "null_column", "change_type", "zero_values"}
-_NEEDS_COLUMN |= {"scale_values"}
+_NEEDS_COLUMN |= {"scale_values", "set_value"}
+# Changes DataHub alone sees: an owner, a description, a tag, a term, a domain.
+MetadataAspect = Literal["owner", "description", "tag", "term", "domain"]
 MAX_FAULTS = 50  # per occurrence: a scenario breaks a few things at once, never thousands
 _TOO_MANY = "a scenario breaks a few things at once: split it into several scenario files"
 SCENARIO_LIMITS = tuple(
     Limit(at, MAX_FAULTS, "MAX_FAULTS", "faults", _TOO_MANY)
     for at in (("faults",), ("recurrence", "faults"))
 )
-
-
-def sql_type(text: str) -> str:
-    """``text`` parsed as a DuckDB column type and rendered back; ValueError when it is not one."""
-    try:
-        parsed = exp.DataType.build(text, dialect="duckdb")
-    except (ParseError, TypeError, ValueError) as exc:
-        raise ValueError(
-            f"{text!r} is not a column type (write one such as VARCHAR, BIGINT, DECIMAL(12, 2))"
-        ) from exc
-    return parsed.sql("duckdb")
-
-
-def condition(text: str) -> str:
-    """``text`` parsed as one SQL condition (a WHERE clause's body) and rendered back by
-    sqlglot; ValueError for anything else: a comment that would swallow the rest of the
-    statement, a second statement, a write, a subquery reading another table."""
-    if "--" in text or "/*" in text or ";" in text:
-        raise ValueError(f"where {text!r} holds a comment or a ';': write one plain condition")
-    try:
-        parsed = sqlglot.parse_one(f"SELECT 1 WHERE {text}", read="duckdb")
-    except (ParseError, TokenError) as exc:
-        raise ValueError(f"where {text!r} is not a SQL condition") from exc
-    where = parsed.args.get("where") if isinstance(parsed, exp.Select) else None
-    if where is None or any(isinstance(n, exp.Select | exp.Query) for n in where.walk()):
-        raise ValueError(f"where {text!r} must be one condition over the relation's own columns")
-    return str(where.this.sql("duckdb"))
+_RELATION = r"^[A-Za-z0-9_]+(\.[A-Za-z0-9_]+){1,2}$"
 
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+class Through(_Strict):
+    """Rows chosen through another table: those whose ``on`` column matches a row of
+    ``relation`` that meets ``where`` (the orders of customers in one country, say)."""
+
+    relation: str = Field(pattern=_RELATION)
+    on: str = Field(description="a column of both, or this_column = other_column")
+    where: str = Field(description="a SQL condition over the other table's columns")
+
+    @model_validator(mode="after")
+    def _valid(self) -> Through:
+        join_on(self.on)
+        condition(self.where)
+        return self
+
+    @property
+    def table(self) -> str:
+        return ".".join(self.relation.split(".")[-2:])
+
+
+_NEEDS = {
+    "rename_column": ("to",),
+    "change_type": ("to",),
+    "scale_values": ("factor",),
+    "set_value": ("value",),
+    "stale": ("hours",),
+    "skip_model": ("hours",),
+    "shift_time": ("hours",),
+    "late_rows": ("hours",),
+    "out_of_order": ("days",),
+    "metadata": ("aspect", "to"),
+}
+
+
 class Fault(_Strict):
     kind: FaultKind
-    relation: str = Field(pattern=r"^[A-Za-z0-9_]+(\.[A-Za-z0-9_]+){1,2}$")
+    relation: str = Field(pattern=_RELATION)
     column: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_]+$")
-    to: str | None = Field(default=None, description="new name (rename) or type (change_type)")
+    to: str | None = Field(
+        default=None, description="new name (rename), type (change_type), metadata value"
+    )
+    value: str | None = Field(default=None, description="a set_value's SQL value or expression")
     fraction: float | None = Field(default=None, gt=0, le=1)
     factor: float | None = Field(default=None, allow_inf_nan=False, ge=-1e6, le=1e6)
-    hours: float | None = Field(default=None, gt=0, le=24 * 366 * 10, allow_inf_nan=False)
-    days: int | None = Field(default=None, ge=1, description="only rows of the last N days")
+    hours: float | None = Field(
+        default=None, ge=-24 * 366 * 10, le=24 * 366 * 10, allow_inf_nan=False
+    )
+    days: int | None = Field(default=None, ge=1, le=3660, description="the last N days' rows")
     where: str | None = Field(default=None, description="a SQL condition selecting rows")
+    through: Through | None = None
+    aspect: MetadataAspect | None = Field(default=None, description="what a metadata change sets")
 
     @model_validator(mode="after")
     def _complete(self) -> Fault:
-        need = {
-            "rename_column": ("to",),
-            "change_type": ("to",),
-            "scale_values": ("factor",),
-            "stale": ("hours",),
-            "skip_model": ("hours",),
-        }.get(self.kind, ())
-        missing = [n for n in need if getattr(self, n) is None]
+        missing = [n for n in _NEEDS.get(self.kind, ()) if getattr(self, n) is None]
         if self.kind in _NEEDS_COLUMN and not self.column:
             missing.insert(0, "column")
         if missing:
             raise ValueError(f"a {self.kind} fault needs {', '.join(missing)}")
+        if self.hours is not None and self.hours <= 0 and self.kind != "shift_time":
+            raise ValueError(f"a {self.kind} fault's hours must be more than 0")
+        if self.hours == 0:
+            raise ValueError("a shift_time of 0 hours changes nothing: give it hours (+ or -)")
         if self.kind == "rename_column" and self.to and not self.to.replace("_", "").isalnum():
             raise ValueError(f"rename target {self.to!r} must be a plain column name")
         if self.kind == "change_type" and self.to:
             sql_type(self.to)
+        if self.value is not None:
+            value(self.value)
         if self.where is not None:
             condition(self.where)
+        if self.kind == "metadata" and (self.where or self.through or self.fraction or self.days):
+            raise ValueError("a metadata fault changes DataHub only: it selects no rows")
         return self
 
     @property
@@ -109,6 +129,11 @@ class Fault(_Strict):
         """A change_type's target as SQL, rendered by sqlglot from the parsed type (the text of
         the file is never pasted into a statement)."""
         return sql_type(self.to or "")
+
+    @property
+    def sql_value(self) -> str:
+        """A set_value's value as SQL, rendered by sqlglot from the parsed expression."""
+        return value(self.value or "NULL")
 
     @property
     def table(self) -> str:
@@ -143,11 +168,20 @@ class Trigger(_Strict):
     )
 
 
+class Flaky(_Strict):
+    """A check that reports one failure with no change in the data (a timeout, a lost
+    connection): an estate.yaml monitor or a dbt test, on one dataset when it checks several."""
+
+    check: str = Field(description="an estate.yaml monitor's name, or a dbt test's name")
+    dataset: str | None = Field(default=None, description="schema.table, when it checks several")
+    column: str | None = Field(default=None, description="the column, when it checks several")
+
+
 class Occurrence(_Strict):
     """A later occurrence: what is left out is the first occurrence's."""
 
     faults: list[Fault] | None = Field(default=None, max_length=MAX_FAULTS)
-    flaky: list[str] | None = None
+    flaky: list[str | Flaky] | None = None
     trigger: Trigger | None = None
     expect: Expect | None = None
 
@@ -156,12 +190,31 @@ class Scenario(_Strict):
     name: str
     description: str = ""
     faults: list[Fault] = Field(default_factory=list, max_length=MAX_FAULTS)
-    flaky: list[str] = Field(
+    flaky: list[str | Flaky] = Field(
         default_factory=list,
-        description="monitor names whose next check reports a failure with no data change",
+        description="checks (monitor or dbt test names) whose next run reports a failure with "
+        "no change in the data",
     )
     trigger: Trigger | None = None
     expect: Expect
+    estate: str | None = Field(
+        default=None,
+        description="the estate the case runs on: 'demo', a folder under evals/estates, or a "
+        "path to a folder holding estate.yaml and dbt/ (unset: the configured estate)",
+        pattern=r"^[A-Za-z0-9_./-]+$",
+    )
+    warn: list[str] = Field(
+        default_factory=list,
+        description="dbt tests (by the name dbt gives them) whose severity is warn: a failure "
+        "is reported and the build goes on",
+    )
+    started_days_ago: int | None = Field(
+        default=None,
+        ge=1,
+        le=14,
+        description="the faults landed this many daily builds before the one graded; the "
+        "builds in between ran every check as usual",
+    )
     recurrence: Occurrence | None = Field(
         default=None,
         description="a second occurrence after the first incident's fix is approved and the "
@@ -195,6 +248,17 @@ class Scenario(_Strict):
             }
         )
         return [first, second]
+
+    @property
+    def flaky_checks(self) -> list[Flaky]:
+        """Each flaky entry as a check, on the trigger's dataset when it names none."""
+        out = []
+        for item in self.flaky:
+            f = Flaky(check=item) if isinstance(item, str) else item
+            if f.dataset is None and self.trigger and self.trigger.check == f.check:
+                f = f.model_copy(update={"dataset": self.trigger.dataset})
+            out.append(f)
+        return out
 
     @property
     def symptom(self) -> str | None:

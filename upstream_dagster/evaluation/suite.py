@@ -15,6 +15,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from upstream_dagster.errors import UpstreamError
 from upstream_dagster.evaluation.draw import draw, read_estate
+from upstream_dagster.evaluation.estates import estate_env, estate_settings
 from upstream_dagster.evaluation.grid import Grid, Result, table
 from upstream_dagster.evaluation.runner import eval_base, load_cases, replay_case, run_suite
 from upstream_dagster.evaluation.scenario import Scenario
@@ -59,9 +60,9 @@ def _project_name(settings: Settings) -> str:
 
 
 def _replay(cases: list[Scenario], where: Path, settings: Settings, out: Console) -> list[Result]:
-    spec = load_estate(settings.estate_file)
     results: list[Result] = []
     for case in cases:
+        spec = load_estate(estate_settings(settings, case.estate).estate_file)
         path = where / f"{case.name}.json"
         if not path.exists():
             raise UpstreamError(
@@ -77,7 +78,6 @@ def _replay(cases: list[Scenario], where: Path, settings: Settings, out: Console
 
 def _live(cases: list[Scenario], where: Path, settings: Settings, jobs: int, out: Console
           ) -> tuple[list[Result], list[str]]:  # fmt: skip
-    base = eval_base(settings)
     results: list[Result] = []
     errors: list[str] = []
     started = time.monotonic()
@@ -106,7 +106,11 @@ def _live(cases: list[Scenario], where: Path, settings: Settings, jobs: int, out
                     highlight=False,
                 )
 
-        run_suite(cases, base, jobs, done)
+        # each estate a case names gets its own clean base, built once
+        for name in sorted({c.estate or "" for c in cases}):
+            chosen = estate_settings(settings, name or None)
+            group = [c for c in cases if (c.estate or "") == name]
+            run_suite(group, eval_base(chosen), jobs, done, estate_env(chosen))
     out.print(f"{len(cases)} cases in {(time.monotonic() - started) / 60:.1f} min")
     order = {c.name: i for i, c in enumerate(cases)}
     results.sort(key=lambda r: (order[r.case], r.occurrence))

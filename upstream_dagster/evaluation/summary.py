@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from upstream_dagster.evaluation.estates import case_estate
 from upstream_dagster.evaluation.grid import TARGETS, Grid, Result
 from upstream_dagster.evaluation.runner import load_cases, replay_case
 from upstream_dagster.evaluation.scenario import Scenario
@@ -31,9 +32,9 @@ def suites(root: Path) -> list[Suite]:
     demo, second = root / "estate.yaml", root / SECOND / "estate.yaml"
     out = []
     cases = load_cases(sorted((root / "evals/cases").glob("*.yaml")))
-    spec = load_estate(demo)
     shipped: list[Result] = []
     for case in cases:
+        spec = load_estate(case_estate(root, case.estate) / "estate.yaml" if case.estate else demo)
         shipped += replay_case(
             case, records.load(root / "evals/records" / f"{case.name}.json"), spec
         )

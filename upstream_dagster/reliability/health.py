@@ -2,9 +2,11 @@
 
 A node is unhealthy when, inside the incident's window (after the last time the symptom's check
 passed, and not after the symptom), one of these shows: a failing assertion, a schema change
-(a REMOVE and an ADD of the same type in one transaction are a rename), a jump in a column's
-NULL share, a shift in a column's mean, a change in its row count, its newest timestamp moving
-backwards, or a build that skipped it while its upstreams were rebuilt.
+(a REMOVE and an ADD of the same type in one transaction are a rename), a change to a model's
+own code, a jump in a column's NULL share, a shift in a column's mean, a value that appeared or
+vanished, a change in its row count, its newest timestamp moving backwards, or a build that
+skipped it while its upstreams were rebuilt. Smaller profile changes are kept as minor findings
+(`profiles`): they make no node unhealthy by themselves.
 """
 
 from __future__ import annotations
@@ -12,34 +14,41 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from upstream_dagster.reliability import profiles
 from upstream_dagster.reliability.evidence import Finding, Ledger
+from upstream_dagster.reliability.health_types import (
+    GRACE_MS,
+    CheckRun,
+    ColumnProfile,
+    FailingCheck,
+    NodeView,
+    Profile,
+    SchemaEvent,
+    Window,
+)
+from upstream_dagster.reliability.profiles import DAY_ROW_CHANGE, MEAN_SHIFT, NULL_JUMP, ROW_CHANGE
 
-NULL_JUMP = 0.05  # an absolute rise in a column's share of NULLs
-MEAN_SHIFT = 0.30  # a relative change of a column's mean
-ROW_CHANGE = 0.10  # a relative change of the row count
-DAY_ROW_CHANGE = 0.35  # the same for one day's partition: days vary more than tables
-# DataHub learns of a change when metadata is ingested, which in the same build can come a few
-# minutes after the check that noticed the symptom.
-GRACE_MS = 15 * 60 * 1000
-
-
-@dataclass(frozen=True)
-class Window:
-    last_good_ms: int  # the last time the symptom's check passed (0: never)
-    symptom_ms: int
-
-    def holds(self, ts: int | None) -> bool:
-        return ts is not None and self.last_good_ms < ts <= self.symptom_ms + GRACE_MS
-
-
-@dataclass(frozen=True)
-class FailingCheck:
-    assertion: str
-    description: str
-    column: str | None
-    at_ms: int
-    message: str = ""
-    freshness: bool = False
+__all__ = [
+    "DAY_ROW_CHANGE",
+    "GRACE_MS",
+    "MEAN_SHIFT",
+    "NULL_JUMP",
+    "ROW_CHANGE",
+    "CheckRun",
+    "ColumnProfile",
+    "FailingCheck",
+    "NodeView",
+    "Profile",
+    "SchemaEvent",
+    "Window",
+    "code_change",
+    "correlate",
+    "diagnose",
+    "not_rebuilt",
+    "observed",
+    "outcome",
+    "widened",
+]
 
 
 NOT_EVALUABLE = "not evaluable"  # how a monitor's ERROR message begins when it could not look
@@ -49,50 +58,6 @@ def outcome(message: str) -> str:
     """How a failing run reads: a check that could not look (no data in its window, a relation
     that no longer answers) did not fail, and the analysis must not say it did."""
     return "could not evaluate" if message.startswith(NOT_EVALUABLE) else "failed"
-
-
-@dataclass(frozen=True)
-class SchemaEvent:
-    at_ms: int
-    operation: str  # ADD | REMOVE | MODIFY
-    column: str
-    native_type: str = ""
-    old_column: str | None = None  # set on a MODIFY that DataHub itself reported as a rename
-    old_type: str = ""  # the type before, on a MODIFY of a type, where the event carries it
-
-
-@dataclass(frozen=True)
-class ColumnProfile:
-    null_share: float
-    mean: float | None = None
-    maximum: str | None = None
-
-
-@dataclass(frozen=True)
-class Profile:
-    at_ms: int
-    rows: int
-    columns: tuple[tuple[str, ColumnProfile], ...]
-    partition: str = (
-        ""  # "" the whole table, else the day's partition, e.g. "order_date=2026-11-28"
-    )
-
-    @property
-    def kind(self) -> str:
-        return "day" if self.partition else ""
-
-    def column(self, name: str) -> ColumnProfile | None:
-        return dict(self.columns).get(name)
-
-
-@dataclass(frozen=True)
-class NodeView:
-    urn: str
-    name: str
-    failing: tuple[FailingCheck, ...] = ()
-    schema: tuple[SchemaEvent, ...] = ()
-    profiles: tuple[Profile, ...] = ()  # oldest first
-    last_run_ms: int | None = None
 
 
 @dataclass(frozen=True)
@@ -155,116 +120,37 @@ def correlate(events: tuple[SchemaEvent, ...]) -> list[SchemaChange]:
     return out
 
 
-def _pair(
-    profiles: tuple[Profile, ...], w: Window, partition: str
-) -> tuple[Profile, Profile] | None:
-    """The profile the last healthy build took, and the one the symptom's build took."""
-    mine = [p for p in profiles if p.kind == partition]
-    before = [p for p in mine if p.at_ms <= w.last_good_ms]
-    during = [p for p in mine if w.holds(p.at_ms)]
-    if not before or not during:
-        return None
-    return before[-1], during[-1]
-
-
 def observed(node: NodeView, w: Window) -> bool:
     """Whether anything could be seen of ``node`` in the window: a profile to compare with the
     last healthy build's, a failing check, or a schema change. A node nothing was observed on is
     unknown, not healthy: it neither clears nor contradicts what passes through it."""
     changed = any(w.holds(e.at_ms) for e in node.schema)
-    return bool(node.failing) or changed or _pair(node.profiles, w, "") is not None
+    return bool(node.failing) or changed or profiles.pair(node.profiles, w, "") is not None
 
 
-def _profile_findings(node: NodeView, w: Window, ledger: Ledger) -> list[Finding]:
-    out: list[Finding] = []
-    seen: set[tuple[str, str | None]] = set()
-    for partition, rows_limit in (("", ROW_CHANGE), ("day", DAY_ROW_CHANGE)):
-        for f in _partition_findings(node, w, ledger, partition, rows_limit):
-            if (f.failure_class, f.column) not in seen:  # the whole table speaks first
-                seen.add((f.failure_class, f.column))
-                out.append(f)
-    return out
+def _normal(sql: str) -> str:
+    return " ".join(sql.split())
 
 
-def _partition_findings(
-    node: NodeView, w: Window, ledger: Ledger, partition: str, rows_limit: float
-) -> list[Finding]:
-    pair = _pair(node.profiles, w, partition)
-    if pair is None:
+def code_change(node: NodeView, w: Window, ledger: Ledger) -> list[Finding]:
+    """A model whose own code (as written, before compilation) changed inside the window: the
+    version the last healthy build ran against the one the symptom's build ran."""
+    before = [sql for at, sql in node.code if at <= w.last_good_ms]
+    during = [(at, sql) for at, sql in node.code if w.holds(at)]
+    if not before or not during or _normal(before[-1]) == _normal(during[-1][1]):
         return []
-    old, new = pair
-    where = " on the last complete day" if partition else ""
-    out = []
-    if old.rows and abs(new.rows / old.rows - 1) >= rows_limit:
-        kind = "volume_drop" if new.rows < old.rows else "volume_jump"
-        i = ledger.add(
-            "profile",
-            node.urn,
-            f"{node.name} holds {new.rows:,} rows{where}, {new.rows / old.rows - 1:+.0%} "
-            f"against {old.rows:,} in the last healthy build",
-            at_ms=new.at_ms,
-            rows_before=old.rows,
-            rows_after=new.rows,
-            partition=new.partition or "table",
-        )
-        out.append(Finding(kind, node.urn, None, i, new.at_ms))
-    for name, now in new.columns:
-        was = old.column(name)
-        if was is None:
-            continue
-        if now.null_share - was.null_share >= NULL_JUMP or (
-            was.null_share == 0 and now.null_share > 0.01
-        ):
-            i = ledger.add(
-                "profile",
-                node.urn,
-                f"{node.name}.{name} is {now.null_share:.0%} NULL{where}, was {was.null_share:.0%}",
-                column=name,
-                at_ms=new.at_ms,
-                null_before=round(was.null_share, 4),
-                null_after=round(now.null_share, 4),
-                partition=new.partition or "table",
-            )
-            out.append(Finding("null_jump", node.urn, name, i, new.at_ms))
-        elif (
-            was.mean is not None
-            and now.mean is not None
-            and was.mean != 0
-            and abs(now.mean / was.mean - 1) >= MEAN_SHIFT
-        ):
-            i = ledger.add(
-                "profile",
-                node.urn,
-                f"the mean of {node.name}.{name}{where} moved from {was.mean:,.4g} to "
-                f"{now.mean:,.4g} "
-                f"({now.mean / was.mean - 1:+.0%})",
-                column=name,
-                at_ms=new.at_ms,
-                mean_before=was.mean,
-                mean_after=now.mean,
-                partition=new.partition or "table",
-            )
-            out.append(Finding("value_shift", node.urn, name, i, new.at_ms))
-        elif (
-            not partition
-            and now.mean is None  # a date or time, not a number: the newest data went back
-            and was.maximum
-            and now.maximum
-            and now.maximum < was.maximum
-            and new.rows < old.rows
-        ):
-            i = ledger.add(
-                "profile",
-                node.urn,
-                f"the newest {node.name}.{name} went back from {was.maximum} to {now.maximum}: "
-                "recent data is missing",
-                column=name,
-                at_ms=new.at_ms,
-                max_before=was.maximum,
-                max_after=now.maximum,
-            )
-            out.append(Finding("stale", node.urn, name, i, new.at_ms))
-    return out
+    at, now = during[-1]
+    old_lines = {_normal(x) for x in before[-1].splitlines()}
+    new_lines = [x.strip() for x in now.splitlines() if x.strip() and _normal(x) not in old_lines]
+    i = ledger.add(
+        "timeline",
+        node.urn,
+        f"the code of {node.name} changed (DataHub's view logic history)"
+        + (f": now reads {new_lines[0][:120]!r}" if new_lines else ""),
+        at_ms=at,
+        added=" | ".join(new_lines[:4])[:400],
+    )
+    return [Finding("code_change", node.urn, None, i, at)]
 
 
 def diagnose(
@@ -305,7 +191,8 @@ def diagnose(
         out.append(
             Finding(change.kind, node.urn, change.column, i, change.at_ms, change.new_column)
         )
-    out += _profile_findings(node, w, ledger)
+    out += profiles.findings(node, w, ledger)
+    out += code_change(node, w, ledger)
     out += not_rebuilt(node, w, ledger, upstream_runs)
     return out
 

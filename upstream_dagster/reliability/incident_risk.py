@@ -12,7 +12,14 @@ from __future__ import annotations
 
 from upstream_dagster.conformance.risk import Risk, Term
 
-ACTION_WEIGHT = {"patch": 1.0, "reload": 0.5, "rerun": 0.3, "escalate": 0.0, "none": 0.0}
+ACTION_WEIGHT = {
+    "patch": 1.0,
+    "revert": 1.0,
+    "reload": 0.5,
+    "rerun": 0.3,
+    "escalate": 0.0,
+    "none": 0.0,
+}
 
 
 def incident_risk(

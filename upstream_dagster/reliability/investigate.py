@@ -12,8 +12,11 @@ from collections import deque
 from collections.abc import Iterable
 from dataclasses import replace
 
+from upstream_dagster.reliability import relevance
+from upstream_dagster.reliability.candidates import candidates
 from upstream_dagster.reliability.evidence import Finding, Hypothesis
 from upstream_dagster.reliability.forensics import confirm
+from upstream_dagster.reliability.grain import at_grain
 from upstream_dagster.reliability.health import (
     NodeView,
     diagnose,
@@ -70,6 +73,7 @@ def _observe(
     views = probe.observe(hop, with_runs)
     for urn in hop:
         view = views.get(urn) or NodeView(urn, relation_of(urn))
+        inv.views[urn] = view
         inv.findings[urn] = diagnose(view, inv.trigger.window, inv.ledger)
         if observed(view, inv.trigger.window):
             inv.observed.add(urn)
@@ -145,6 +149,7 @@ def _lead(inv: Investigation, findings: list[Finding]) -> Finding:
     )
     if whole and not table_volume:
         findings = [f for f in findings if f.failure_class not in ("volume_drop", "volume_jump")]
+    findings = [f for f in findings if not f.minor] or findings  # past a threshold first
     # A check's own failure (a freshness check says "stale") describes the symptom; what the
     # profile or the timeline recorded of the node says what happened to it.
     recorded = [f for f in findings if inv.ledger[f.evidence].kind != "assertion"]
@@ -184,8 +189,9 @@ def hypotheses(
         if trigger.check.column and use_columns
         else set()
     )
+    causes, marked = candidates(inv, roots(inv))
     out = []
-    for cause in roots(inv):
+    for cause in causes:
         findings = inv.findings[cause]
         data = [f for f in findings if f.failure_class in DATA_CLASSES]
         own = all(_is_trigger(inv, f) for f in findings)
@@ -193,7 +199,8 @@ def hypotheses(
             # only the failing check itself (DataHub reports a relationships test on both of
             # its tables): nothing explains it
             continue
-        lead = _lead(inv, data or findings)
+        code = any(f.failure_class == "code_change" for f in findings)
+        lead = _lead(inv, [f for f in data if f.failure_class != "code_change"] or data or findings)
         path = _downstream_path(inv, cause)
         cites = [f.evidence for f in findings]
         for node in path[1:]:
@@ -224,6 +231,8 @@ def hypotheses(
             from_memory=memory is not None
             and memory.cause == cause
             and memory.failure_class == lead.failure_class,
+            code_changed=code,
+            derived=cause in marked,
         )
         if hyp.cites:  # a hypothesis citing nothing is dropped
             out.append(hyp)
@@ -325,11 +334,14 @@ def investigate(
     # Warm runs skip the column lineage read: the remembered cause already names its column.
     warm = memory is not None
     feeds_known = not warm and bool(trigger.check.column) and bool(probe.column_edges())
+    edges = probe.column_edges() if not warm else ()
+    reach = relevance.reach(inv, edges) if edges else None
     drafts = hypotheses(inv, probe, memory, use_columns=not warm)
-    drafts = [with_forensics(inv, h, probe, forensic_budget) for h in drafts[:3]] + drafts[3:]
+    drafts = [with_forensics(inv, h, probe, forensic_budget) for h in drafts[:4]] + drafts[4:]
+    drafts = at_grain(inv, probe, drafts, edges, forensic_budget)
     inv.ranked = sorted(
-        ((h, score(inv, h, feeds_known, 0.0)) for h in drafts),
+        ((h, score(inv, h, feeds_known, 0.0, reach)) for h in drafts),
         key=lambda hs: (-hs[1].confidence, hs[0].cause),
     )
-    settle_ties(inv, probe.column_edges() if not warm else ())
+    settle_ties(inv, edges)
     return inv

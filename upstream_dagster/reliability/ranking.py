@@ -6,7 +6,9 @@ Pure, like the walk: it reads only the investigation built so far.
 
 from __future__ import annotations
 
+from upstream_dagster.reliability import relevance
 from upstream_dagster.reliability.evidence import Hypothesis, Score
+from upstream_dagster.reliability.relevance import Reach
 from upstream_dagster.reliability.walk import ROWS, Investigation, column_ancestors, reachable
 from upstream_dagster.spec.urns import relation_of
 
@@ -20,12 +22,21 @@ PRIORITY = (
     "volume_jump",
     "stale",
     "null_jump",
+    "value_change",
     "value_shift",
+    "code_change",  # a model's code: named by what it did to the data, where that shows
     "failing_check",
 )
 DATA_CLASSES = set(PRIORITY) - {"failing_check"}
 # Failures of one column's values: column lineage must connect them to the symptom's column.
-COLUMN_CLASSES = {"rename", "column_removed", "type_change", "null_jump", "value_shift"}
+COLUMN_CLASSES = {
+    "rename",
+    "column_removed",
+    "type_change",
+    "null_jump",
+    "value_shift",
+    "value_change",
+}
 SCHEMA_CLASSES = {"rename", "column_removed", "type_change"}
 CHANGED = {"rename": "renamed", "column_removed": "removed", "type_change": "retyped"}
 
@@ -37,7 +48,13 @@ def _day_finding(inv: Investigation, hyp: Hypothesis) -> bool:
     return False
 
 
-def score(inv: Investigation, hyp: Hypothesis, feeds_known: bool, simulation: float) -> Score:
+def score(
+    inv: Investigation,
+    hyp: Hypothesis,
+    feeds_known: bool,
+    simulation: float,
+    reach: Reach | None = None,
+) -> Score:
     kinds = {inv.ledger[i].kind for i in hyp.cites}
     # A node nothing was observed on neither supports nor contradicts the path.
     on_path = [n for n in hyp.path if n in inv.findings and (n in inv.observed or inv.findings[n])]
@@ -50,19 +67,25 @@ def score(inv: Investigation, hyp: Hypothesis, feeds_known: bool, simulation: fl
     if feeds_known and hyp.column and not column_cited and hyp.failure_class in COLUMN_CLASSES:
         support *= 0.5  # the column lineage does not connect this column to the symptom
     cause_times = [
-        f.at_ms for f in inv.findings.get(hyp.cause, []) if f.failure_class == hyp.failure_class
+        f.at_ms
+        for f in inv.findings.get(hyp.cause, [])
+        if f.failure_class in (hyp.failure_class, "code_change")
     ]
     temporal = 1.0 if any(inv.trigger.window.holds(t) for t in cause_times) else 0.0
     diversity = min(1.0, len(kinds - {"lineage", "memory"}) / 3)
-    # Does the symptom show the failure in its own data (a profile or a run record), or does
-    # its failure message name the cause's column? A check that failed on data that did not
-    # change (a timeout) shows neither.
+    # Does the symptom show the failure in its own data (a profile or a run record past its
+    # threshold), or does its failure message name the cause's column? A check that failed on
+    # data that did not change (a timeout) shows neither.
     shows = any(
         f.failure_class in DATA_CLASSES - SCHEMA_CLASSES
+        and not f.minor
         and inv.ledger[f.evidence].kind in ("profile", "run_record")
         for f in inv.findings.get(inv.trigger.symptom, [])
     )
     named = any(inv.ledger[i].kind == "run_record" and inv.ledger[i].column for i in hyp.cites)
+    grain = any(dict(inv.ledger[i].detail).get("grain") for i in hyp.cites)
+    rel = relevance.judge(inv, hyp, reach)
+    inv.relevance[_key(hyp)] = rel
     return Score(
         support=round(support, 4),
         temporal=temporal,
@@ -73,7 +96,14 @@ def score(inv: Investigation, hyp: Hypothesis, feeds_known: bool, simulation: fl
         simulation=simulation,
         hard=bool(kinds & {"timeline", "forensic", "run_record", "profile"}),
         effect=1.0 if shows or named else 0.0,
+        coincidence=1.0 if rel.coincidence else 0.0,
+        derived=1.0 if hyp.derived else 0.0,
+        grain=1.0 if grain else 0.0,
     )
+
+
+def _key(hyp: Hypothesis) -> tuple[str, str, str]:
+    return (hyp.cause, hyp.column or "", hyp.failure_class)
 
 
 def _explains(

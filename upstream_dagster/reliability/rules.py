@@ -39,7 +39,8 @@ def judge(rule: str, obs: Observation, threshold: float) -> Judgement:
         return Judgement(
             drop <= threshold,
             f"day total {_fmt(value)} vs trailing average {_fmt(base)}: "
-            f"{drop:+.0%} below (limit {threshold:.0%})",
+            + (f"{drop:.0%} below" if drop >= 0 else f"{-drop:.0%} above")
+            + f" (limit {threshold:.0%} below)",
         )
     if rule == "volume":
         if base is None or base == 0:

@@ -8,13 +8,41 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field, replace
+from typing import NamedTuple
 
 from upstream_dagster.conformance.risk import Risk
 from upstream_dagster.reliability.evidence import Evidence, Hypothesis, Score
 from upstream_dagster.reliability.health import FailingCheck, Window, outcome
+from upstream_dagster.reliability.relevance import history
 from upstream_dagster.reliability.remediation import Remedy
 from upstream_dagster.reliability.walk import Investigation
 from upstream_dagster.spec.urns import relation_of
+
+
+class Sim(NamedTuple):
+    """The sandbox's result: the fix tried (did the check pass with it), and the control, the
+    check run again without it."""
+
+    ran: bool
+    passed: bool
+    message: str
+    control_ran: bool = False
+    control_passed: bool = False
+    control_message: str = ""
+
+    @property
+    def verified(self) -> bool:
+        """The fix turns the failing check green, and it stays red without it."""
+        return self.ran and self.passed and self.control_ran and not self.control_passed
+
+    @property
+    def spurious(self) -> bool:
+        """The check passes again with nothing changed: the failure does not reproduce."""
+        return self.control_ran and self.control_passed
+
+    @property
+    def reproduced(self) -> bool:
+        return self.control_ran and not self.control_passed
 
 
 @dataclass(frozen=True)
@@ -27,7 +55,7 @@ class Verdict:
     ranked: tuple[tuple[Hypothesis, Score], ...]
     min_confidence: float
     remedy: Remedy
-    simulation: tuple[bool, bool, str]  # ran, passed, message
+    simulation: Sim
     risk: Risk
     reads: int
     budgets: tuple[tuple[str, int, int], ...]  # (budget, used, limit)
@@ -38,6 +66,8 @@ class Verdict:
     summary: str = ""  # the narrator's prose over summary_sentences(); "" = the template
     pull_request: str = ""  # the narrator's pull-request description; "" = the template
     unsettled: str = ""  # a tie at the top nothing splits, and the probe that would
+    flaky: str = ""  # the check failed on data that, re-checked unchanged, passes: its history
+    relevance: dict[tuple[str, str, str], str] = field(default_factory=dict)  # why, per hypothesis
 
     @property
     def top(self) -> tuple[Hypothesis, Score] | None:
@@ -50,7 +80,11 @@ class Verdict:
     @property
     def concluded(self) -> bool:
         return (
-            self.top is not None and self.confidence >= self.min_confidence and not self.unsettled
+            self.top is not None
+            and self.confidence >= self.min_confidence
+            and not self.unsettled
+            and not self.flaky
+            and not self.ranked[0][1].coincidence
         )
 
     @property
@@ -94,7 +128,18 @@ class Verdict:
             return f"simulate the fix on {relation_of(h.cause)} in a sandbox rebuild"
         return f"compare {relation_of(h.cause)} with its upstreams' run records"
 
+    def why(self, h: Hypothesis) -> str:
+        """Why a hypothesis is (or is not) a cause: its relevance, in a sentence."""
+        return self.relevance.get((h.cause, h.column or "", h.failure_class), "")
+
     def headline(self) -> str:
+        if self.flaky:
+            return f"abstained: {self.flaky}"
+        if self.top is not None and self.ranked[0][1].coincidence:
+            h = self.ranked[0][0]
+            return (
+                f"abstained: the change at {relation_of(h.cause)} is a coincidence ({self.why(h)})"
+            )
         if self.unsettled:
             return f"abstained (a tie at {self.confidence:.2f}): {self.probe()}"
         if not self.concluded:
@@ -110,16 +155,41 @@ class Verdict:
         )
 
 
-def rescore(
-    inv: Investigation, simulated: dict[int, float]
-) -> tuple[tuple[Hypothesis, Score], ...]:
-    """Re-rank after simulation: ``simulated`` maps a rank to its simulation component. Equal
-    confidences keep the investigation's order (`ranking.settle_ties`), never a name's."""
-    out = [
-        (h, replace(s, simulation=simulated.get(i, s.simulation)))
-        for i, (h, s) in enumerate(inv.ranked)
-    ]
-    return tuple(sorted(out, key=lambda hs: -hs[1].confidence))
+def rescore(inv: Investigation, sim: Sim) -> tuple[tuple[Hypothesis, Score], ...]:
+    """Re-rank after the sandbox: the top hypothesis's fix verified or not; every hypothesis a
+    coincidence when the check passes again on the same data; a failure that reproduces with
+    nothing changed did not need its data to move in the window (it moved earlier, or where no
+    profile sees), so only the path decides then. Equal confidences keep the investigation's
+    order (`ranking.settle_ties`), never a name's."""
+    out = []
+    for i, (h, s) in enumerate(inv.ranked):
+        rel = inv.relevance.get((h.cause, h.column or "", h.failure_class))
+        coincidence = s.coincidence
+        if rel is not None and sim.reproduced and rel.reaches is not False:
+            coincidence = 0.0
+        out.append(
+            (
+                h,
+                replace(
+                    s,
+                    simulation=1.0 if i == 0 and sim.verified else s.simulation,
+                    spurious=1.0 if sim.spurious else 0.0,
+                    coincidence=coincidence,
+                ),
+            )
+        )
+    return tuple(sorted(out, key=lambda hs: (hs[1].coincidence, -hs[1].confidence)))
+
+
+def flaky(inv: Investigation, sim: Sim) -> str:
+    """The failing check named flaky, with its history, when it passes again on the same data."""
+    if not sim.spurious:
+        return ""
+    check = inv.trigger.check.description or inv.trigger.check.assertion
+    return (
+        f"{check} is flaky: run again on the same data with nothing changed, it passes "
+        f"({sim.control_message}); {history(inv)}"
+    )
 
 
 def unsettled(inv: Investigation, ranked: tuple[tuple[Hypothesis, Score], ...]) -> str:
@@ -162,6 +232,8 @@ def summary_sentences(v: Verdict) -> list[str]:
     out = [f"{check} {_outcome(v)} on {relation_of(v.symptom)} {_cite(trigger[:1])}."]
     if v.top is None:
         out[0] = out[0][:-1] + f"; no node upstream of it changed {_cite(trigger[:1])}."
+        if v.flaky:
+            out.append(f"{v.flaky[:1].upper()}{v.flaky[1:]} {_cite(trigger[:1])}.")
         return out
     h, s = v.top
     own = [i for i in h.cites if by_index[i].subject == h.cause and by_index[i].kind != "lineage"]
@@ -174,6 +246,11 @@ def summary_sentences(v: Verdict) -> list[str]:
             f"Lineage carries it to the symptom: {' -> '.join(relation_of(u) for u in h.path)} "
             f"{_cite(via)}."
         )
+    if s.coincidence:
+        out.append(f"That is a coincidence: {v.why(h) or 'it does not reach the check'} "
+                   f"{_cite(own or list(h.cites))}.")  # fmt: skip
+    if v.flaky:
+        out.append(f"{v.flaky[:1].upper()}{v.flaky[1:]} {_cite(trigger[:1])}.")
     verb = "concludes" if v.concluded else "does not conclude"
     out.append(
         f"Upstream {verb} at confidence {s.confidence:.2f} against a threshold of "
@@ -190,12 +267,13 @@ def pull_request_text(v: Verdict) -> str:
     h = v.top[0]
     col = f".{h.column}" if h.column else ""
     why = v.pull_request or " ".join(summary_sentences(v))
-    ran, passed, message = v.simulation
+    sim = v.simulation
     checked = (
-        f"rebuilt in a sandbox: {'the failing check passes' if passed else 'the check still fails'}"
-        f" ({message})"
-        if ran
-        else f"not simulated: {message}"
+        f"rebuilt in a sandbox: "
+        f"{'the failing check passes' if sim.passed else 'the check still fails'} ({sim.message})"
+        + (f"; {sim.control_message}" if sim.control_ran else "")
+        if sim.ran
+        else f"not simulated: {sim.message}"
     )
     return "\n".join(
         [
@@ -240,15 +318,31 @@ def rca_markdown(v: Verdict) -> str:
     lines.append(f"Remedy ({v.remedy.action}): {v.remedy.summary}")
     if v.remedy.reason:
         lines.append(f"No patch: {v.remedy.reason}")
-    ran, passed, message = v.simulation
+    sim = v.simulation
     lines.append(
         "Simulation: "
         + (
-            f"{'the check passes' if passed else 'the check still fails'} ({message})"
-            if ran
-            else message
+            f"with the fix {'the check passes' if sim.passed else 'the check still fails'} "
+            f"({sim.message})"
+            if sim.ran
+            else sim.message
         )
     )
+    if sim.control_ran:
+        verdict = (
+            "verified: green with the fix, red without it"
+            if sim.verified
+            else ("the check passes without any fix" if sim.control_passed else "still red")
+        )
+        lines.append(f"Control: {sim.control_message} ({verdict})")
+    if v.flaky:
+        lines.append(f"Flaky: {v.flaky}")
+    coincidences = [(h, s) for h, s in v.ranked if s.coincidence]
+    if coincidences:
+        lines += ["", "Coincidences (changes that do not explain this failure):"]
+        for h, _ in coincidences[:5]:
+            col = f".{h.column}" if h.column else ""
+            lines.append(f"- {relation_of(h.cause)}{col} ({h.failure_class}): {v.why(h)}")
     if v.remedy.diff:
         lines += ["", "```diff", v.remedy.diff.rstrip(), "```"]
     lines += ["", "| budget | used | limit |", "|---|---|---|"]

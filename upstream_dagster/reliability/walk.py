@@ -68,10 +68,14 @@ class Investigation:
     forensic_queries: int = 0
     budget_note: str = ""
     memory_used: bool = False
+    views: dict[str, NodeView] = field(default_factory=dict)  # what was observed of each node
+    # each hypothesis's relevance, by (cause, column, class): whether it reaches the checked
+    # data and whether that data moved (`relevance.Relevance`)
+    relevance: dict[tuple[str, str, str], Any] = field(default_factory=dict)
 
     @property
     def unhealthy(self) -> set[str]:
-        return {u for u, f in self.findings.items() if f}
+        return {u for u, f in self.findings.items() if any(not x.minor for x in f)}
 
 
 def reachable(start: T, nexts: Mapping[T, Iterable[T]]) -> set[T]:

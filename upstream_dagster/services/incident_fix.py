@@ -25,7 +25,7 @@ from upstream_dagster.warehouse.sandbox import apply_patch
 
 # remedies that change what the warehouse holds, so the estate must be rebuilt before the
 # failing check can pass
-REBUILDS = ("patch", "rerun", "reload")
+REBUILDS = ("patch", "revert", "rerun", "reload")
 
 
 def claim_key(v: Verdict) -> str:
@@ -50,7 +50,7 @@ class FixApplied:
 
 
 def apply_fix(project: DbtProject, v: Verdict) -> FixApplied:
-    if v.remedy.action == "patch":
+    if v.remedy.action in ("patch", "revert"):
         problem = apply_patch(project.project_dir, v.remedy.diff)
         if problem:
             raise UpstreamError(

@@ -12,7 +12,7 @@ from upstream_dagster.datahub.incidents import parse_key
 from upstream_dagster.datahub.model import Capabilities
 from upstream_dagster.datahub.recording import relative_times
 from upstream_dagster.reliability.remediation import Remedy
-from upstream_dagster.reliability.verdict import Verdict
+from upstream_dagster.reliability.verdict import Sim, Verdict
 from upstream_dagster.state.records import FORMAT, encode_value
 
 Forensic = Callable[[str, set[str]], tuple[str | None, list[Any], str]]
@@ -59,7 +59,7 @@ def make_record(
     reads: dict[str, list[dict[str, Any]]],
     forensic: list[dict[str, Any]],
     fix: Remedy,
-    sim: tuple[bool, bool, str],
+    sim: Sim,
     v: Verdict,
 ) -> dict[str, Any]:
     """``reads`` by step (``triage``, ``walk``), times relative to the failing event;
@@ -71,7 +71,7 @@ def make_record(
         "assertion": assertion,
         "capabilities": asdict(capabilities),
         **relative_times(body, anchor),
-        "simulation": {"ran": sim[0], "passed": sim[1], "message": sim[2]},
+        "simulation": sim._asdict(),
         "remedy": asdict(fix),
         "live": conclusion(v),
     }

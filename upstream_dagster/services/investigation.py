@@ -24,7 +24,14 @@ from upstream_dagster.reliability.incident_risk import incident_risk
 from upstream_dagster.reliability.investigate import investigate
 from upstream_dagster.reliability.remediation import MACRO_PATH, Remedy, remedy
 from upstream_dagster.reliability.rules import judge
-from upstream_dagster.reliability.verdict import Verdict, rescore, summary_sentences, unsettled
+from upstream_dagster.reliability.verdict import (
+    Sim,
+    Verdict,
+    flaky,
+    rescore,
+    summary_sentences,
+    unsettled,
+)
 from upstream_dagster.reliability.walk import Investigation, Memory, Trigger
 from upstream_dagster.services.incident_record import ForensicRecorder
 from upstream_dagster.services.observe import measure_urn
@@ -32,7 +39,7 @@ from upstream_dagster.spec.models import EstateSpec
 from upstream_dagster.spec.urns import relation_of, to_urns
 from upstream_dagster.warehouse.dbt_project import DbtProject
 from upstream_dagster.warehouse.duckdb_warehouse import Warehouse
-from upstream_dagster.warehouse.sandbox import simulate
+from upstream_dagster.warehouse.sandbox import Recheck, simulate
 
 
 @dataclass(frozen=True)
@@ -144,12 +151,21 @@ def gather_on(graph: MetadataGraph, spec: EstateSpec, t: Triage, forensic: Foren
 def build_remedy(project: DbtProject, inv: Investigation) -> Remedy:
     if not inv.ranked:
         return remedy("failing_check", {}, None, None, "", ())
-    h = inv.ranked[0][0]
+    h, score = inv.ranked[0]
+    if score.coincidence:  # nothing to fix: the sandbox only re-runs the check (the control)
+        return remedy("coincidence", {}, None, None, "", ())
     manifest = project.manifest()
     node = project.node_of(relation_of(h.cause))
     if node is None:
         return remedy(h.failure_class, {}, h.column, h.renamed_to, "", ())
     uid = node["unique_id"]
+    if h.code_changed and node["resource_type"] == "model":
+        path = str(node["original_file_path"])
+        tracked = project.source / path
+        before = tracked.read_text() if tracked.exists() else ""
+        now = (project.project_dir / path).read_text()
+        return remedy(h.failure_class, {}, None, None, "", (f"{node['name']}+",),
+                      revert=(path, now, before or now))  # fmt: skip
     if node["resource_type"] == "source":
         expr = f"source('{node['source_name']}', '{node['name']}')"
     else:
@@ -190,21 +206,27 @@ def baseline(graph: MetadataGraph, t: Triage) -> float | None:
     return float(observed) if observed else None
 
 
-Recheck = Callable[[DbtProject], tuple[bool, str]]
+def _test_name(unique_id: str) -> str:
+    return unique_id.split(".")[2] if unique_id.count(".") >= 2 else unique_id
 
 
 def recheck(spec: EstateSpec, t: Triage, base: float | None) -> Recheck:
     """A function re-running the failing check against a sandbox's warehouse and dbt run;
-    ``base`` is the check's last passing observation (`baseline`)."""
+    ``base`` is the check's last passing observation (`baseline`). ``fresh``: nothing was built
+    in the sandbox yet, so a dbt test or a model's build runs itself first."""
 
-    def run(box: DbtProject) -> tuple[bool, str]:
+    def run(box: DbtProject, fresh: bool) -> tuple[bool, str]:
         if t.build_check:
             node = box.node_of(relation_of(t.trigger.symptom))
+            if fresh and node is not None:
+                box.run("build", "--select", str(node["name"]))
             status = box.results().get(str(node["unique_id"])) if node else None
             if status is None:
                 return False, f"{relation_of(t.trigger.symptom)} was not built in the sandbox"
             return status == "success", f"dbt build of the model: {status} in the sandbox"
         if t.dbt_test:
+            if fresh:
+                box.run("test", "--select", _test_name(t.dbt_test))
             status = box.results().get(t.dbt_test)
             if status is None:
                 return False, f"{t.dbt_test} did not run in the sandbox"
@@ -221,18 +243,17 @@ def recheck(spec: EstateSpec, t: Triage, base: float | None) -> Recheck:
     return run
 
 
-Sim = tuple[bool, bool, str]  # (ran, the check passed after the fix, what happened)
-
-
 def simulate_step(
     graph: MetadataGraph, project: DbtProject, spec: EstateSpec, t: Triage, g: Gathered
 ) -> tuple[Remedy, Sim]:
+    """The fix in a sandbox, with its control: the check re-run without it."""
     fix = build_remedy(project, g.investigation)
-    if not g.investigation.ranked:
-        return fix, (False, False, "no hypothesis to simulate")
     sim = simulate(project, fix, recheck(spec, t, baseline(graph, t)))
     message = sim.message + (f" ({sim.seconds}s)" if sim.ran else "")
-    return fix, (sim.ran, sim.passed, message)
+    if not g.investigation.ranked and not sim.ran:
+        message = "no hypothesis to simulate"
+    return fix, Sim(sim.ran, sim.passed, message, sim.control_ran, sim.control_passed,
+                    sim.control_message)  # fmt: skip
 
 
 def verdict_step(
@@ -244,7 +265,7 @@ def verdict_step(
     narrator: Narrator | None = None,
 ) -> Verdict:
     inv = g.investigation
-    ranked = rescore(inv, {0: 1.0 if sim[0] and sim[1] else 0.0})
+    ranked = rescore(inv, sim)
     budgets = spec.policies.reliability.budgets
     confidence = ranked[0][1].confidence if ranked else 0.0
     hops = len(ranked[0][0].path) - 1 if ranked else 0
@@ -279,6 +300,8 @@ def verdict_step(
         memory_used=inv.memory_used,
         notes=notes,
         unsettled=unsettled(inv, ranked),
+        flaky=flaky(inv, sim),
+        relevance={k: r.why for k, r in inv.relevance.items()},
     )
     return narrate(v, narrator) if narrator is not None and narrator.enabled else v
 

@@ -100,6 +100,12 @@ def _scalar(value: Any) -> float | None:
 
 
 # -- profiles --------------------------------------------------------------------------------
+# A text column with at most this many distinct values gets its value frequencies profiled: a
+# code, a status, a currency. A value that appears or vanishes there changes no NULL share and
+# no mean, and is what a join key or an accepted-values test is sensitive to.
+CATEGORICAL = 12
+
+
 def profile(
     con: duckdb.DuckDBPyConnection,
     table: str,
@@ -107,13 +113,14 @@ def profile(
     at_ms: int,
     day: tuple[str, date] | None = None,
 ) -> dict[str, Any]:
-    """A DataHub ``datasetProfile``: rows, and per column NULLs, mean (numbers), min/max.
+    """A DataHub ``datasetProfile``: rows, and per column NULLs, distinct values (estimated), mean
+    (numbers), min/max (numbers, dates), and the value frequencies of a categorical text column.
 
     With ``day`` (a date column and a date), the profile of that day's partition only."""
     parts = ["count(*)"]
     for name, kind in cols:
         q = quote(name)
-        parts.append(f"count({q})")
+        parts += [f"count({q})", f"approx_count_distinct({q})"]
         if is_numeric(kind):
             parts += [f"avg({q})::DOUBLE", f"min({q})::VARCHAR", f"max({q})::VARCHAR"]
         elif kind.upper().startswith(TEMPORAL):
@@ -126,19 +133,34 @@ def profile(
     row = con.execute(f"SELECT {', '.join(parts)} FROM {rel(table)}{where}", params).fetchone()
     row = row or ()
     rows = int(row[0])
-    fields = []
-    for i, (name, _) in enumerate(cols):
-        present, mean, low, high = row[1 + 4 * i : 5 + 4 * i]
+    fields: list[dict[str, Any]] = []
+    text: list[tuple[int, str]] = []
+    for i, (name, kind) in enumerate(cols):
+        present, distinct, mean, low, high = row[1 + 5 * i : 6 + 5 * i]
         field: dict[str, Any] = {
             "fieldPath": name,
             "nullCount": rows - int(present),
             "nullProportion": (rows - int(present)) / rows if rows else 0.0,
+            "uniqueCount": int(distinct),
         }
         if mean is not None:
             field["mean"] = f"{mean:.6g}"
         if low is not None:
             field["min"], field["max"] = str(low), str(high)
+        textual = not is_numeric(kind) and not kind.upper().startswith(TEMPORAL)
+        if textual and 0 < int(distinct) <= CATEGORICAL:
+            text.append((len(fields), name))
         fields.append(field)
+    if text:
+        found = con.execute(
+            f"SELECT {', '.join(f'histogram({quote(n)}::VARCHAR)' for _, n in text)} "
+            f"FROM {rel(table)}{where}",
+            params,
+        ).fetchone()
+        for (i, _), hist in zip(text, found or (), strict=False):
+            fields[i]["distinctValueFrequencies"] = [
+                {"value": str(v), "frequency": int(c)} for v, c in sorted((hist or {}).items())
+            ]
     out: dict[str, Any] = {
         "timestampMillis": at_ms,
         "rowCount": rows,
