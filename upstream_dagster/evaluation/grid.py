@@ -208,7 +208,7 @@ class Grid:
         )
 
 
-def _fmt(value: float | None, spec: str = "") -> str:
+def fmt(value: float | None, spec: str = "") -> str:
     return "-" if value is None else format(value, spec)
 
 
@@ -235,11 +235,11 @@ def table(results: Sequence[Result]) -> list[str]:
         f"| concluded | {grid.concluded}/{n} | >= {TARGETS['concluded']:.0%} |",
         f"| correct abstentions | {grid.abstained}/{a} | all |",
         f"| confident wrong conclusions | {grid.confident_wrong} | 0 |",
-        f"| confidence separation | {_fmt(grid.separation, '.3f')} | >= 0.30 |",
-        f"| expected calibration error | {_fmt(grid.ece, '.3f')} | <= {TARGETS['ece']:.2f} |",
-        f"| median investigation (s, sandbox included) | {_fmt(grid.median_seconds)} | < 20 |",
-        f"| DataHub reads, median cold / warm (memory confirmed) | {_fmt(grid.cold_reads)} / "
-        f"{_fmt(grid.warm_reads)} | warm <= cold / 4 |",
+        f"| confidence separation | {fmt(grid.separation, '.3f')} | >= 0.30 |",
+        f"| expected calibration error | {fmt(grid.ece, '.3f')} | <= {TARGETS['ece']:.2f} |",
+        f"| median investigation (s, sandbox included) | {fmt(grid.median_seconds)} | < 20 |",
+        f"| DataHub reads, median cold / warm (memory confirmed) | {fmt(grid.cold_reads)} / "
+        f"{fmt(grid.warm_reads)} | warm <= cold / 4 |",
     ]
     lines += [
         "",

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from upstream_dagster.evaluation.estates import case_estate
-from upstream_dagster.evaluation.grid import TARGETS, Grid, Result
+from upstream_dagster.evaluation.grid import TARGETS, Grid, Result, fmt
 from upstream_dagster.evaluation.runner import load_cases, replay_case
 from upstream_dagster.evaluation.scenario import Scenario
 from upstream_dagster.spec import load_estate
@@ -55,16 +55,12 @@ def suites(root: Path) -> list[Suite]:
     return out
 
 
-def _fmt(value: float | None, spec: str) -> str:
-    return "-" if value is None else format(value, spec)
-
-
 def row(name: str, grid: Grid) -> str:
     n, a = len(grid.with_cause), len(grid.abstain)
     return (
         f"| {name} | {len(grid.results)} | {n} | {grid.rank1}/{n} | {grid.concluded}/{n} | "
-        f"{grid.abstained}/{a} | {grid.confident_wrong} | {_fmt(grid.separation, '.3f')} | "
-        f"{_fmt(grid.ece, '.3f')} | {_fmt(grid.median_seconds, '.1f')} |"
+        f"{grid.abstained}/{a} | {grid.confident_wrong} | {fmt(grid.separation, '.3f')} | "
+        f"{fmt(grid.ece, '.3f')} | {fmt(grid.median_seconds, '.1f')} |"
     )
 
 

@@ -19,7 +19,7 @@ import argparse
 from collections import defaultdict
 from pathlib import Path
 
-from upstream_dagster.evaluation.grid import TARGETS, Grid, Result
+from upstream_dagster.evaluation.grid import TARGETS, Grid, Result, fmt
 from upstream_dagster.evaluation.runner import replay_case
 from upstream_dagster.evaluation.scenario import Scenario
 from upstream_dagster.spec import load_estate
@@ -43,16 +43,12 @@ def replayed(folder: Path, estate: Path) -> list[tuple[str, Result]]:
     return out
 
 
-def _f(value: float | None, spec: str) -> str:
-    return "-" if value is None else format(value, spec)
-
-
 def row(name: str, grid: Grid) -> str:
     n, a = len(grid.with_cause), len(grid.abstain)
     return (
         f"| {name} | {len(grid.results)} | {grid.rank1}/{n} | {grid.abstained}/{a} | "
-        f"{grid.confident_wrong} | {_f(grid.separation, '.3f')} | {_f(grid.ece, '.3f')} | "
-        f"{_f(grid.median_seconds, '.1f')} |"
+        f"{grid.confident_wrong} | {fmt(grid.separation, '.3f')} | {fmt(grid.ece, '.3f')} | "
+        f"{fmt(grid.median_seconds, '.1f')} |"
     )
 
 
