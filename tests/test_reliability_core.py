@@ -449,22 +449,41 @@ def test_lost_rows_on_two_branches_tie_and_the_run_abstains_instead_of_picking_a
     assert inv.tie and "left_feed" in inv.tie and "right_feed" in inv.tie
 
 
-def test_a_model_the_build_skipped_is_found_when_its_only_upstream_is_a_feed() -> None:
-    """The feed keeps no run record; the build's own runs inside the window (any walked model
-    rebuilt in it) are what the skipped model is compared with."""
+def _skipped_over_a_feed(peer_ran_ms: int | None, feed_rows: tuple[int, int] | None) -> Any:
+    """STG (over the feed SRC, which keeps no run record) last ran before the window; INT ran
+    inside it; PEER, the estate's other model over a feed, ran at ``peer_ran_ms``."""
+    peer, peer_feed = urn("stg.invoices"), urn("billing.invoices_feed")
     check = FailingCheck("urn:li:assertion:m", "revenue", "total", 2_000)
     g = Graph(
         views={
             MART: NodeView(MART, "mart", (check,), last_run_ms=1_600),
             STG: NodeView(STG, "stg.accounts", last_run_ms=800),  # before the window
             INT: NodeView(INT, "int.accounts_daily", last_run_ms=1_500),
-            SRC: NodeView(SRC, "crm.accounts"),  # a feed: no run record
+            SRC: NodeView(SRC, "crm.accounts", profiles=profiles("x", 0, 0, feed_rows))
+            if feed_rows
+            else NodeView(SRC, "crm.accounts"),
+            peer: NodeView(peer, "stg.invoices", last_run_ms=peer_ran_ms),
+            peer_feed: NodeView(peer_feed, "billing.invoices_feed"),
         },
-        ups={MART: (STG, INT), STG: (SRC,)},
+        ups={MART: (STG, INT), STG: (SRC,), INT: (peer,), peer: (peer_feed,)},
     )
-    inv = investigate(Trigger(MART, check, W), g)
-    top = inv.ranked[0][0]
-    assert (top.cause, top.failure_class) == (STG, "not_rebuilt")
+    return investigate(Trigger(MART, check, W), g)
+
+
+def test_a_model_the_build_skipped_is_found_when_its_only_upstream_is_a_feed() -> None:
+    """The feed keeps no run record. A skip shows as the build rebuilding every other model
+    over a feed but this one, or as the feed's rows moving after the model's last build."""
+    for skipped in (_skipped_over_a_feed(1_500, None), _skipped_over_a_feed(None, (1000, 1010))):
+        top = skipped.ranked[0][0]
+        assert (top.cause, top.failure_class) == (STG, "not_rebuilt")
+
+
+def test_a_build_of_what_changed_is_not_a_skip_of_what_did_not() -> None:
+    """A targeted build (dbt's state:modified+, Upstream's own refresh) rebuilt INT and not STG,
+    whose feed did not move and whose peer over a feed was not rebuilt either: nothing was
+    skipped, and STG is not blamed (it was, at 1.00, beside the real cause)."""
+    for targeted in (_skipped_over_a_feed(600, None), _skipped_over_a_feed(600, (100, 100))):
+        assert all(h.failure_class != "not_rebuilt" for h, _ in targeted.ranked)
 
 
 def test_a_node_nothing_was_observed_on_does_not_make_its_downstream_an_origin() -> None:

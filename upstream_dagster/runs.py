@@ -159,10 +159,12 @@ def run_job(
     partition: str | None = None,
     loud_build_ok: bool = False,
     resources: dict[str, object] | None = None,
+    targeted: bool = True,
 ) -> dg.ExecuteInProcessResult:
     """One job, in this process, on the state folder's instance; a failed run raises
     `UpstreamError` naming what failed. With ``loud_build_ok``, a run whose only failure is the
-    build's outcome (dbt could not build a model, and DataHub was told) is returned."""
+    build's outcome (dbt could not build a model, and DataHub was told) is returned. A refresh
+    rebuilds only what changed unless ``targeted`` is False (all of ``selection``)."""
     instance = dagster_instance(settings)
     defs = core(settings) if job_name in CORE_JOBS else build(settings)
     job = defs.resolve_job_def(job_name)
@@ -173,7 +175,8 @@ def run_job(
         from upstream_dagster.defs import rebuild as rebuilds
 
         # A refresh rebuilds what changed since the last build and what is downstream of it.
-        rebuild = rebuilds.plan(settings, job, selection) if job_name == REFRESH_JOB else None
+        refresh = job_name == REFRESH_JOB and targeted
+        rebuild = rebuilds.plan(settings, job, selection) if refresh else None
         if rebuild is not None:
             selection, tags[REBUILD_TAG] = rebuild.selection, rebuild.select
     # The command line shows warnings only; the full log is in the Dagster UI for every run.

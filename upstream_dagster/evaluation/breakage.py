@@ -59,8 +59,15 @@ def _refresh(settings: Settings, skip_tables: set[str]) -> dg.ExecuteInProcessRe
         job = build(settings).resolve_job_def("estate_refresh")
         selection = [k for k in job.asset_layer.executable_asset_keys if k not in skipped]
     # A fault that breaks the build is a loud failure, not a broken scenario: the refresh
-    # reported it into DataHub before it failed.
-    return runs.run_job(settings, "estate_refresh", selection=selection, loud_build_ok=True)
+    # reported it into DataHub before it failed. A skipped model is a nightly build that
+    # rebuilt everything but it (its upstreams included), not a refresh of what changed.
+    return runs.run_job(
+        settings,
+        "estate_refresh",
+        selection=selection,
+        loud_build_ok=True,
+        targeted=selection is None,
+    )
 
 
 def monitor_assertions(graph: MetadataGraph, monitor: str) -> list[tuple[str, str]]:

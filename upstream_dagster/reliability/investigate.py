@@ -11,6 +11,7 @@ import re
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import replace
+from itertools import pairwise
 
 from upstream_dagster.reliability import relevance
 from upstream_dagster.reliability.candidates import candidates
@@ -106,20 +107,45 @@ def walk(inv: Investigation, probe: Probe, start: Iterable[str]) -> dict[str, No
         inv.budget_note = (
             f"the DataHub read budget ran out after {probe.reads} reads, {depth} hops upstream"
         )
-    # The build's own runs inside the window: what a model whose upstreams keep no run records
-    # (feeds, loaded by something else) is compared with.
-    built = tuple(
-        t
-        for v in views.values()
-        if (t := v.last_run_ms) is not None and inv.trigger.window.holds(t)
-    )
     for urn, view in views.items():
-        parents = [u for u in inv.upstream.get(urn, ()) if u in views]
-        runs = tuple(t for u in parents if (t := views[u].last_run_ms) is not None)
         inv.findings[urn] += not_rebuilt(
-            view, inv.trigger.window, inv.ledger, runs if runs or not parents else built
+            view, inv.trigger.window, inv.ledger, _upstream_runs(inv, views, urn)
         )
     return views
+
+
+def _upstream_runs(inv: Investigation, views: dict[str, NodeView], urn: str) -> tuple[int, ...]:
+    """The runs a model's last run is compared with: its upstreams' runs, or, for a model whose
+    upstreams keep no run records (feeds, loaded by something else), when a feed's row count
+    moved after the model's last build, and the runs of the other models over feeds the walk
+    reached when every one of them ran inside the window. A build that rebuilds only what
+    changed (dbt's ``state:modified+``, Upstream's refresh) leaves a model over an unchanged
+    feed as it is, rightly: that is a skip only when its feed moved or the build rebuilt every
+    other model over feeds."""
+    parents = [u for u in inv.upstream.get(urn, ()) if u in views]
+    runs = tuple(t for u in parents if (t := views[u].last_run_ms) is not None)
+    if runs or not parents:
+        return runs
+    since = views[urn].last_run_ms
+    moved = tuple(
+        b.at_ms
+        for u in parents
+        for a, b in pairwise(p for p in views[u].profiles if not p.partition)
+        if a.rows != b.rows and since is not None and b.at_ms > since
+    )
+    if moved:
+        return moved
+    peers = [
+        views[u].last_run_ms
+        for u, ups in inv.upstream.items()
+        if u != urn
+        and u in views
+        and (known := [p for p in ups if p in views])
+        and all(views[p].last_run_ms is None for p in known)
+    ]
+    if peers and all(t is not None and inv.trigger.window.holds(t) for t in peers):
+        return tuple(t for t in peers if t is not None)
+    return ()
 
 
 def _is_trigger(inv: Investigation, f: Finding) -> bool:

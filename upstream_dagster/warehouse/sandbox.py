@@ -84,6 +84,11 @@ def simulate(project: DbtProject, remedy: Remedy, recheck: Recheck) -> Simulatio
     rebuilds nothing, the check run again on the data as it is. A fix is verified only when the
     check passes with it and fails without it; a check that passes with nothing changed failed
     on data that did not make it fail (flaky)."""
+    if not project.warehouse.exists() or not project.project_dir.exists():
+        # An estate known only through DataHub (no dbt project or warehouse attached): there
+        # is nothing to copy, so neither the fix nor its control can be tried.
+        missing = project.warehouse if project.project_dir.exists() else project.project_dir
+        return Simulation(False, False, f"no simulation: no warehouse is attached ({missing})")
     started = time.monotonic()
     root = project.project_dir.parent / "sandboxes"
     root.mkdir(parents=True, exist_ok=True)
