@@ -471,19 +471,21 @@ def _skipped_over_a_feed(peer_ran_ms: int | None, feed_rows: tuple[int, int] | N
 
 
 def test_a_model_the_build_skipped_is_found_when_its_only_upstream_is_a_feed() -> None:
-    """The feed keeps no run record. A skip shows as the build rebuilding every other model
-    over a feed but this one, or as the feed's rows moving after the model's last build."""
-    for skipped in (_skipped_over_a_feed(1_500, None), _skipped_over_a_feed(None, (1000, 1010))):
-        top = skipped.ranked[0][0]
-        assert (top.cause, top.failure_class) == (STG, "not_rebuilt")
+    """The feed keeps no run record: a skip shows as the feed's rows moving after the model's
+    last build while the model was not rebuilt."""
+    top = _skipped_over_a_feed(1_500, (1000, 1010)).ranked[0][0]
+    assert (top.cause, top.failure_class) == (STG, "not_rebuilt")
 
 
 def test_a_build_of_what_changed_is_not_a_skip_of_what_did_not() -> None:
-    """A targeted build (dbt's state:modified+, Upstream's own refresh) rebuilt INT and not STG,
-    whose feed did not move and whose peer over a feed was not rebuilt either: nothing was
-    skipped, and STG is not blamed (it was, at 1.00, beside the real cause)."""
-    for targeted in (_skipped_over_a_feed(600, None), _skipped_over_a_feed(600, (100, 100))):
-        assert all(h.failure_class != "not_rebuilt" for h, _ in targeted.ranked)
+    """A targeted build (dbt's state:modified+, Upstream's own refresh) rebuilt INT and the
+    other model over a feed, not STG, whose feed did not move: nothing was skipped, and STG is
+    not blamed (it was, at 1.00 beside a feed's renamed column and at 0.95 beside a feed's
+    duplicated rows, when any other run in the window counted)."""
+    for peer_ran in (600, 1_500):
+        for feed in (None, (1000, 1000)):
+            targeted = _skipped_over_a_feed(peer_ran, feed)
+            assert all(h.failure_class != "not_rebuilt" for h, _ in targeted.ranked)
 
 
 def test_a_node_nothing_was_observed_on_does_not_make_its_downstream_an_origin() -> None:

@@ -116,36 +116,22 @@ def walk(inv: Investigation, probe: Probe, start: Iterable[str]) -> dict[str, No
 
 def _upstream_runs(inv: Investigation, views: dict[str, NodeView], urn: str) -> tuple[int, ...]:
     """The runs a model's last run is compared with: its upstreams' runs, or, for a model whose
-    upstreams keep no run records (feeds, loaded by something else), when a feed's row count
-    moved after the model's last build, and the runs of the other models over feeds the walk
-    reached when every one of them ran inside the window. A build that rebuilds only what
-    changed (dbt's ``state:modified+``, Upstream's refresh) leaves a model over an unchanged
-    feed as it is, rightly: that is a skip only when its feed moved or the build rebuilt every
-    other model over feeds."""
+    upstreams keep no run records (feeds, loaded by something else), the times its feeds' row
+    counts moved after the model's last build. A model left as it is while its inputs did not
+    change is what a build of what changed does (dbt's ``state:modified+``, Upstream's own
+    refresh), rightly: other models rebuilt beside it say nothing about it (a skip read from
+    them blamed an untouched model at 0.95 beside a feed's duplicated rows)."""
     parents = [u for u in inv.upstream.get(urn, ()) if u in views]
     runs = tuple(t for u in parents if (t := views[u].last_run_ms) is not None)
     if runs or not parents:
         return runs
     since = views[urn].last_run_ms
-    moved = tuple(
+    return tuple(
         b.at_ms
         for u in parents
         for a, b in pairwise(p for p in views[u].profiles if not p.partition)
         if a.rows != b.rows and since is not None and b.at_ms > since
     )
-    if moved:
-        return moved
-    peers = [
-        views[u].last_run_ms
-        for u, ups in inv.upstream.items()
-        if u != urn
-        and u in views
-        and (known := [p for p in ups if p in views])
-        and all(views[p].last_run_ms is None for p in known)
-    ]
-    if peers and all(t is not None and inv.trigger.window.holds(t) for t in peers):
-        return tuple(t for t in peers if t is not None)
-    return ()
 
 
 def _is_trigger(inv: Investigation, f: Finding) -> bool:
