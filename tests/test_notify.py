@@ -94,7 +94,7 @@ def test_one_nudge_per_waiting_batch_retried_when_the_webhook_fails(
     message = hook.posts[0]["text"]
     assert batch.digest in message and "projected" in message
     assert f"upstream approve --all --digest {batch.digest}" in message
-    assert "coverage_writeback_job" in message
+    assert "coverage_writeback_job" in message and "/assets/proposals" in message
     cursor, said = tick(cursor)  # never twice for the same item
     assert len(hook.posts) == 1 and "sent 0" in said
 

@@ -29,7 +29,7 @@ from upstream_dagster.defs.estate_jobs import (
     estate_refresh_job,
 )
 from upstream_dagster.defs.observations import monitor_checks, profiles_asset
-from upstream_dagster.defs.resources import DataHubResource, UpstreamResource
+from upstream_dagster.defs.resources import WAREHOUSE_POOL, DataHubResource, UpstreamResource
 from upstream_dagster.demo.generator import TABLES as DEMO_TABLES
 from upstream_dagster.demo.generator import load_warehouse
 from upstream_dagster.errors import BuildFailed
@@ -208,7 +208,9 @@ def estate_defs(
 
     feeds = _feed_assets(sources) if loads_feeds and sources else _external_feeds(sources)
 
-    @dbt_assets(manifest=manifest, dagster_dbt_translator=translator, name="estate_dbt")
+    @dbt_assets(
+        manifest=manifest, dagster_dbt_translator=translator, name="estate_dbt", pool=WAREHOUSE_POOL
+    )
     def estate_dbt(
         context: dg.AssetExecutionContext, dbt: DbtCliResource, upstream: UpstreamResource
     ) -> Iterator[Any]:
@@ -298,6 +300,7 @@ def estate_defs(
 def _feed_assets(sources: dict[dg.AssetKey, str]) -> list[dg.AssetsDefinition]:
     @dg.multi_asset(
         name=RAW_FEEDS,
+        pool=WAREHOUSE_POOL,
         specs=[
             dg.AssetSpec(k, group_name=RAW_FEEDS, description=f"Raw feed: {d}", kinds={"duckdb"})
             for k, d in sources.items()
