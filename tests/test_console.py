@@ -119,7 +119,10 @@ def test_the_incident_list_says_status_age_confidence_and_owner() -> None:
         dg.AssetMaterialization(
             "incident_resolution",
             partition=KEYS[0],
-            metadata={"resolved": True, "resolved_at_ms": resolved_at},
+            metadata={
+                "resolved": True,
+                "resolved_at": dg.MetadataValue.timestamp(resolved_at / 1000),
+            },
         )
     )
 
@@ -188,3 +191,55 @@ def test_who_launched_a_run_is_read_from_its_tags() -> None:
     assert launch.launched_by({}) == "launchpad"
     tags = launch.by_sensor("failed_builds", "x" * 500)
     assert tags[launch.LAUNCHED_BY] == "sensor:failed_builds" and len(tags["upstream/why"]) == 200
+
+
+def test_opening_the_warehouse_while_another_process_holds_it_waits_its_turn(
+    tmp_path: Path,
+) -> None:
+    """`plan` during a build failed on DuckDB's file lock: an open now waits (and says so
+    once) until the holder lets go, then goes on."""
+    import subprocess
+    import sys
+    import threading
+
+    from upstream_dagster.warehouse import duckdb_warehouse as wh
+
+    path = tmp_path / "warehouse.duckdb"
+    holder = subprocess.Popen(
+        [sys.executable, "-c",
+         f"import duckdb, sys\ncon = duckdb.connect({str(path)!r})\n"
+         "con.execute('create table t as select 1 as x')\nprint('held', flush=True)\n"
+         "sys.stdin.read()\ncon.close()\n"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    told: list[str] = []
+    waited = threading.Event()
+    rows: list[object] = []
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+
+        def read() -> None:
+            with wh.connect(path) as con:
+                rows.append(con.execute("select x from t").fetchone())
+
+        def tell(message: str) -> None:
+            told.append(message)
+            waited.set()
+
+        with wh.waiting(tell):
+            reader = threading.Thread(target=read)
+            reader.start()
+            assert waited.wait(120), "the open never said it was waiting"
+            assert rows == []  # still waiting while the holder holds the file
+            assert holder.stdin is not None
+            holder.stdin.close()  # the build ends
+            reader.join(300)
+        assert rows == [(1,)] and len(told) == 1 and "waiting for the warehouse" in told[0]
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_the_readme_is_read_in_five_minutes() -> None:
+    """Issue 28: the README grew to 20 KB; it stays within 15 KB, the rest under docs/."""
+    assert (Path(__file__).resolve().parent.parent / "README.md").stat().st_size <= 15360

@@ -32,6 +32,7 @@ def test_vendor_drift_from_sensor_to_resolved_incident(estate: settings_mod.Sett
     from urllib.parse import quote
 
     from upstream_dagster.datahub import open_graph
+    from upstream_dagster.datahub.incidents import short_id
     from upstream_dagster.datahub.scribe import ROOT_TAG, document_urn, incident_urn
     from upstream_dagster.definitions import build
     from upstream_dagster.defs.journal import waiting_incidents
@@ -89,7 +90,7 @@ def test_vendor_drift_from_sensor_to_resolved_incident(estate: settings_mod.Sett
         "Confidence:",
         "Evidence ledger",
         "upstream_renamed_column",  # the patch diff
-        f"upstream approve --incident {outcome.key}",
+        f"upstream approve --incident {short_id(outcome.key)}",  # by its short id
     ):
         assert part in shown.stdout, part
 
@@ -97,8 +98,6 @@ def test_vendor_drift_from_sensor_to_resolved_incident(estate: settings_mod.Sett
     (added,) = [line for line in v.remedy.diff.splitlines() if "upstream_renamed_column(" in line]
     assert len(added) > 100 and added in shown.stdout.splitlines()
     # an incident has a short id, taken wherever a key is; `upstream incidents` lists them
-    from upstream_dagster.datahub.incidents import short_id
-
     ident = short_id(outcome.key)
     listed = _cli("incidents")
     (row,) = [line for line in listed.splitlines() if line.strip().startswith(ident)]

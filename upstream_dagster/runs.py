@@ -22,7 +22,7 @@ from upstream_dagster.defs import journal, launch, progress
 from upstream_dagster.defs.estate_jobs import ESTATE_JOBS, REBUILD_TAG, REFRESH_JOB
 from upstream_dagster.defs.estate_jobs import OUTCOME as BUILD_OUTCOME
 from upstream_dagster.defs.remediation import DRIVER_TAG, INCIDENT_TAG
-from upstream_dagster.defs.resources import WRITEBACK_POOL, ReviewerToken, gate_db
+from upstream_dagster.defs.resources import WAREHOUSE_POOL, WRITEBACK_POOL, ReviewerToken, gate_db
 from upstream_dagster.errors import UpstreamError
 from upstream_dagster.reliability.verdict import Verdict
 from upstream_dagster.settings import Settings
@@ -64,12 +64,11 @@ def dagster_instance(settings: Settings) -> dg.DagsterInstance:
     os.environ["DAGSTER_HOME"] = str(home)
     instance = dg.DagsterInstance.get()
     storage = instance.event_log_storage
-    # Create the write-back pool up front: two write-backs starting together on a pool that
-    # does not exist yet race to create it, and one of them fails.
-    if storage.supports_global_concurrency_limits and (
-        WRITEBACK_POOL not in storage.get_concurrency_keys()
-    ):
-        storage.set_concurrency_slots(WRITEBACK_POOL, 1)
+    # Create the pools up front: two runs starting together on a pool that does not exist yet
+    # race to create it, and one of them fails.
+    if storage.supports_global_concurrency_limits:
+        for pool in {WRITEBACK_POOL, WAREHOUSE_POOL} - set(storage.get_concurrency_keys()):
+            storage.set_concurrency_slots(pool, 1)
     return instance
 
 

@@ -119,6 +119,34 @@ def queue() -> None:
 
 
 @app.command()
+def nudges(
+    ui: Annotated[str, typer.Option(help="The Dagster UI's address in the links.")] = "",
+) -> None:
+    """Print the messages the `nudge` sensor sends now, one per item waiting on a person, as
+    the webhook in estate.yaml's policies.notify gets them (try them without one)."""
+    from upstream_dagster.defs import notify
+    from upstream_dagster.defs.resources import UpstreamResource, gate_db
+
+    settings = settings_mod.load()
+    spec = guarded(lambda: load_estate(settings.estate_file))
+    base = ui or (spec.policies.notify.ui_url if spec.policies.notify else "")
+    instance = runs.dagster_instance(settings)
+    upstream = UpstreamResource.of(settings, gate_db(settings, instance))
+    found = notify.waiting(instance, upstream, (base or "http://localhost:3000").rstrip("/"))
+    for item in found:
+        plain(f"--- {item.key}")
+        plain(item.text)
+    if not found:
+        out.print("Nothing is waiting on a person: no nudge would be sent.")
+    where = spec.policies.notify
+    plain(
+        f"(sent to ${where.webhook_env} by the nudge sensor, each once)"
+        if where
+        else "(estate.yaml sets no policies.notify: the nudge sensor sends nothing)"
+    )
+
+
+@app.command()
 def approve(
     reviewer: Annotated[str, typer.Option(help="Your name; must be an approver in estate.yaml.")],
     digest: Annotated[

@@ -107,7 +107,7 @@ def rows(instance: dg.DagsterInstance, store: GateStore) -> list[IncidentRow]:
                 check=str(meta.get("check") or check),
                 status=status,
                 opened_ms=_opened(key),
-                closed_ms=int(done.get("resolved_at_ms", 0) or 0) if status == "resolved" else 0,
+                closed_ms=_closed(done) if status == "resolved" else 0,
                 confidence=v.confidence,
                 owner=_owners(str(meta.get("owners") or "")),
                 conclusion=v.conclusion,
@@ -155,6 +155,12 @@ def _investigated(instance: dg.DagsterInstance) -> list[str]:
         if mat is not None and mat.partition and mat.partition not in seen:
             seen.append(mat.partition)
     return seen
+
+
+def _closed(resolution: dict[str, Any]) -> int:
+    """When a resolution resolved it, in ms (its ``resolved_at`` timestamp is in seconds)."""
+    at = resolution.get("resolved_at")
+    return int(float(at) * 1000) if isinstance(at, int | float) else 0
 
 
 def _owners(text: str) -> str:

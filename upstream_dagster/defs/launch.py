@@ -125,8 +125,9 @@ def launched_by(tags: Mapping[str, str]) -> str:
 
 def tag_run(context: Any, tags: Mapping[str, str]) -> None:
     """Tags the run sets on itself once the gate decided, so runs can be filtered by who
-    approved what: the values are what the gate checked, cut to a readable length."""
-    found = {k: v[:100] for k, v in tags.items() if v}
+    approved what: the values are what the gate checked, cut to a readable length (an
+    incident key is whole; a 100 KB reviewer name is not)."""
+    found = {k: v[:200] for k, v in tags.items() if v}
     if LAUNCHED_BY not in context.run.tags:
         found[LAUNCHED_BY] = launched_by(context.run.tags)
     context.instance.add_run_tags(context.run_id, found)

@@ -167,7 +167,7 @@ def incident_resolution(
         {
             # a number, so the UI plots it over the incidents a partition per incident makes
             "time_to_resolve_minutes": dg.MetadataValue.float(round(took / 60000, 1)),
-            "resolved_at_ms": now,
+            "resolved_at": dg.MetadataValue.timestamp(now / 1000),
         }
         if done.resolved
         else {}

@@ -12,7 +12,7 @@ from __future__ import annotations
 import dagster as dg
 
 from upstream_dagster.defs.conformance import datahub_graph, score_job
-from upstream_dagster.defs.launch import by_sensor
+from upstream_dagster.defs.launch import LAUNCHED_BY, by_sensor
 
 DATAHUB = dg.AssetKey("datahub")
 VERSION_TAG = "dagster/data_version"  # where Dagster keeps an observation's data version
@@ -28,6 +28,7 @@ observe_schedule = dg.ScheduleDefinition(
     cron_schedule="*/15 * * * *",
     execution_timezone="UTC",
     default_status=dg.DefaultScheduleStatus.RUNNING,
+    tags={LAUNCHED_BY: "schedule:observe_datahub_schedule"},
     description="Observe DataHub every 15 minutes; datahub_changed scores when it changed.",
 )
 
