@@ -95,7 +95,7 @@ def test_vendor_drift_from_sensor_to_resolved_incident(estate: settings_mod.Sett
         assert part in shown.stdout, part
 
     # piped to a file, nothing is cut: the patch's added line is whole, however long
-    (added,) = [line for line in v.remedy.diff.splitlines() if "upstream_renamed_column(" in line]
+    (added,) = [line for line in v.remedy.diff.splitlines() if "feed, upstream_renamed_col" in line]
     assert len(added) > 100 and added in shown.stdout.splitlines()
     # an incident has a short id, taken wherever a key is; `upstream incidents` lists them
     ident = short_id(outcome.key)
@@ -107,7 +107,7 @@ def test_vendor_drift_from_sensor_to_resolved_incident(estate: settings_mod.Sett
     # the failing check in Dagster links to its incident: one click from the red check
     failing = _failing_check(estate, instance)
     assert failing.metadata["incident_id"].value == ident
-    assert outcome.key.replace(":", "%3A") in str(failing.metadata["incident"].value)
+    assert quote(outcome.key, safe="") in str(failing.metadata["incident"].value)
     assert not failing.passed and ident in (failing.description or "")
 
     waiting = waiting_incidents(instance, gate_store(estate))  # the one approval queue lists it

@@ -19,9 +19,9 @@ from typing import Any
 import dagster as dg
 from pydantic import Field
 
-from upstream_dagster import clock, gate
+from upstream_dagster import gate
 from upstream_dagster.datahub import whoami
-from upstream_dagster.datahub.incidents import same_event, short_id
+from upstream_dagster.datahub.incidents import short_id
 from upstream_dagster.defs import journal
 from upstream_dagster.defs.estate_jobs import estate_refresh_job
 from upstream_dagster.defs.launch import GATE, REVIEWER, by_sensor, tag_run
@@ -161,13 +161,12 @@ def incident_resolution(
         "written": done.writes > 0,
         "pre_images": [w.pre_image.as_json() for w in done.written if w.receipt.written],
     }
-    now, opened = clock.now_ms(), same_event(v.key)
-    took = max(now - opened[1], 0) if opened else 0
     timing: dict[str, Any] = (
         {
-            # a number, so the UI plots it over the incidents a partition per incident makes
-            "time_to_resolve_minutes": dg.MetadataValue.float(round(took / 60000, 1)),
-            "resolved_at": dg.MetadataValue.timestamp(now / 1000),
+            # a number, so the UI plots it over the incidents (a partition each); the same
+            # figure the post-mortem in DataHub gives
+            "time_to_resolve_minutes": dg.MetadataValue.float(round(done.minutes, 1)),
+            "resolved_at": dg.MetadataValue.timestamp(done.resolved_ms / 1000),
         }
         if done.resolved
         else {}
