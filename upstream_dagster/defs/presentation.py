@@ -118,7 +118,7 @@ def verdict_metadata(v: Verdict, approve: str = "") -> dict[str, Any]:
     """What the incident_verdict asset shows, in the order a reviewer reads it: which incident,
     the conclusion, the cause, the patch and the evidence; then the arithmetic."""
     top = v.top
-    ran, passed, message = v.simulation
+    sim = v.simulation
     return {
         "id": short_id(v.key),
         "dataset": label_of(v.symptom),
@@ -129,9 +129,10 @@ def verdict_metadata(v: Verdict, approve: str = "") -> dict[str, Any]:
         "confidence": f"{v.confidence:.2f}",
         **({"approve": dg.MetadataValue.md(approve)} if approve else {}),
         "simulation": (
-            f"{'the check passes' if passed else 'the check still fails'} with the patch: {message}"
-            if ran
-            else message
+            f"{'the check passes' if sim.passed else 'the check still fails'} with the patch: "
+            f"{sim.message}" + (f"; {sim.control_message}" if sim.control_ran else "")
+            if sim.ran
+            else sim.message
         ),
         "patch": patch_lines(v),
         "evidence": evidence_records(v),
