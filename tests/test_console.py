@@ -243,3 +243,23 @@ def test_opening_the_warehouse_while_another_process_holds_it_waits_its_turn(
 def test_the_readme_is_read_in_five_minutes() -> None:
     """Issue 28: the README grew to 20 KB; it stays within 15 KB, the rest under docs/."""
     assert (Path(__file__).resolve().parent.parent / "README.md").stat().st_size <= 15360
+
+
+def test_upstreams_own_assets_are_owned_by_the_estates_approvers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 28: Upstream's own assets had no owners in Dagster; they are owned by the people
+    who act on what they propose (estate.yaml's approvers), as Dagster names owners."""
+    from upstream_dagster import settings as settings_mod
+    from upstream_dagster.definitions import core
+
+    spec = yaml.safe_load((Path(__file__).resolve().parent.parent / "estate.yaml").read_text())
+    spec["policies"]["approvers"] = ["dana@example.org", "data platform"]
+    estate = tmp_path / "estate.yaml"
+    estate.write_text(yaml.safe_dump(spec))
+    monkeypatch.setenv("UPSTREAM_ESTATE", str(estate))
+    monkeypatch.setenv("UPSTREAM_STATE_DIR", str(tmp_path / "state"))
+    graph = core(settings_mod.load()).resolve_asset_graph()
+    for name in ("conformance", "proposals", "coverage_writeback"):
+        owners = graph.get(dg.AssetKey(name)).owners
+        assert owners == ["dana@example.org", "team:data-platform"], (name, owners)
