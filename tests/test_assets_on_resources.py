@@ -72,13 +72,21 @@ def test_the_score_assets_read_the_graph_they_are_handed(
     queue = result.asset_materializations_for_node("approval_queue")[0].metadata
     assert queue["waiting"].value == (1 if batch.proposals else 0)
     assert not [p for p in batch.proposals if p.change.kind == "add_assertions"]
-    # the reviewer reads sortable tables with a schema, the biggest gain first, in full
-    shown = result.asset_materializations_for_node("proposals")[0].metadata["batch_table"]
+    # the reviewer reads a table narrow enough for the UI's value column (two columns), the
+    # biggest gain first; the rows in full are data for `upstream approve`
+    meta = result.asset_materializations_for_node("proposals")[0].metadata
+    shown = meta["batch_table"]
     assert isinstance(shown, dg.TableMetadataValue) and shown.schema is not None
-    assert {c.name for c in shown.schema.columns} >= {"id", "asset", "points", "price"}
-    points = [r.data["points"] for r in shown.records]
-    assert len(points) == len(batch.proposals) and points == sorted(points, reverse=True)
-    assert all("fixes" in r.data["price"] for r in shown.records)
+    assert [c.name for c in shown.schema.columns] == ["gain", "proposal"]
+    gains = [float(r.data["gain"]) for r in shown.records]
+    assert len(gains) == len(batch.proposals) and gains == sorted(gains, reverse=True)
+    full = meta["batch_records"].value
+    assert isinstance(full, list) and [r["id"] for r in full] == [p.id for p in batch.by_gain()]
+    assert all("fixes" in r["price"] for r in full)
+    assert all(
+        r.data["proposal"].endswith(p.id)
+        for r, p in zip(shown.records, batch.by_gain(), strict=True)
+    )
     ranked = result.asset_materializations_for_node("violations")[0].metadata["violations_table"]
     assert isinstance(ranked, dg.TableMetadataValue) and ranked.records
     assert all(" (" in r.data["asset"] for r in ranked.records)  # name and platform

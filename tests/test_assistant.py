@@ -51,8 +51,8 @@ def test_the_assistant_reads_the_dial_a_datasets_violations_and_the_queue(
             answers["planned"] = await client.call_tool(
                 "violations", {"dataset": "intermediate.int_payments_by_order"}
             )
-            answers["tie"] = await client.call_tool(
-                "violations", {"dataset": "intermediate.int_shipment_times"}
+            answers["tie"] = await client.call_tool(  # named as the dial and the plan name it
+                "violations", {"dataset": "int_shipment_times (dbt)"}
             )
             answers["dial_text"] = dial
             return answers
@@ -76,7 +76,7 @@ def test_the_assistant_reads_the_dial_a_datasets_violations_and_the_queue(
     assert "stays: owners: the lineage rule splits evenly between bob, carol (2 each)" in tie
     assert "lineage: stg_orders (dbt) (upstream): bob" in tie  # what the rule found
     assert _text(answers["queue"])
-    assert answers["missing"].is_error and "no investigation" in _text(answers["missing"])
+    assert answers["missing"].is_error and "no-such-incident" in _text(answers["missing"])
     assert _lite(shared_estate) == before  # nothing was written
 
 

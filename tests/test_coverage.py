@@ -450,11 +450,30 @@ def test_the_cli_approves_only_the_batch_it_showed_and_refuses_before_launching(
 
     shown = cli("plan")
     assert shown.returncode == 0, shown.stderr[-2000:]
+    # piped, the command says what it is doing: timestamped lines naming each step
+    progress = shown.stderr.splitlines()
+    assert all(re.match(r"\d\d:\d\d:\d\d ", line) for line in progress), progress
+    assert any(line.endswith("  step proposals") for line in progress), progress
+    assert re.search(r"done: scoring and planning .*\(\d+ s\)$", progress[-1])
+    # the batch is an aligned table under a header, the biggest gain first, and a line says
+    # why the gains are equal; every proposal's evidence under it
+    lines = shown.stdout.splitlines()
+    header = next(i for i, line in enumerate(lines) if line.split()[:3] == ["id", "gain", "risk"])
+    assert "alike: +0.47 points each" in lines[header - 1]
+    rows = [line for line in lines[header + 1 :] if line.startswith("  p-")]
+    assert len(rows) == 40
+    column = lines[header].index("requirement")
+    assert {row[column - 2 : column] for row in rows} == {"  "}  # one column, one place
+    risks = [float(row.split()[2]) for row in rows]
+    assert risks == sorted(risks, reverse=True)  # equal gains: the riskiest first
+    assert lines[header + 2].startswith("      evidence: ")
     # every violation that stays is printed with its reason, and what each rule found
     assert "violations stay, each with its reason below" in shown.stdout
-    assert (
-        "int_shipment_times (dbt): owners: the lineage rule splits evenly between bob, carol"
-        in (shown.stdout)
+    assert re.search(
+        r"^  require_owner +int_shipment_times \(dbt\) +owners: the lineage rule splits "
+        r"evenly between bob, carol",
+        shown.stdout,
+        re.M,
     )
     assert re.search(r"^ +lineage: stg_orders \(dbt\) \(upstream\): bob", shown.stdout, re.M)
     assert re.search(r"^descriptions: 28 documented -> \d+, 0 generated -> 0", shown.stdout, re.M)
@@ -483,7 +502,14 @@ def test_the_cli_approves_only_the_batch_it_showed_and_refuses_before_launching(
 
     approved = cli("approve", "--all", "--digest", digest, "--reviewer", "alice", "--yes")
     assert approved.returncode == 0, approved.stderr[-2000:]
-    assert "projected" in approved.stdout and "| p-" in approved.stdout  # showed what it writes
+    # it showed what it writes as the plan's table, not raw Markdown
+    assert "projected" in approved.stdout and "|" not in approved.stdout
+    assert len(re.findall(r"^  p-\w+ +\+0\.47 ", approved.stdout, re.M)) == 40
+    written = instance.get_latest_materialization_event(dg.AssetKey("coverage_writeback"))
+    assert written is not None
+    tags = instance.get_run_by_id(written.run_id).tags  # type: ignore[union-attr]
+    assert (tags["upstream/reviewer"], tags["upstream/batch"]) == ("alice", digest)
+    assert (tags["upstream/launched-by"], tags["upstream/gate"]) == ("cli", "write")
     again = cli("approve", "--all", "--digest", digest, "--reviewer", "alice", "--yes")
     assert again.returncode == 1 and f"batch {digest} was already written by run" in again.stderr
 

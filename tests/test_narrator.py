@@ -244,7 +244,8 @@ def test_a_model_endpoint_that_never_answers_is_given_up_on_not_waited_for(
 
 def test_the_evidence_ledger_is_a_sortable_table_with_what_the_conclusion_cites() -> None:
     """The ledger was only inside the RCA's Markdown: now a Dagster table with a schema, every
-    item in full, and which ones the conclusion rests on."""
+    item in full, the ones the conclusion rests on first and starred; two columns, so the UI
+    shows it beside the metadata's names without pushing anything past its right edge."""
     import dagster as dg
 
     from upstream_dagster.defs.presentation import verdict_metadata
@@ -252,9 +253,12 @@ def test_the_evidence_ledger_is_a_sortable_table_with_what_the_conclusion_cites(
     v = _verdict()
     table = verdict_metadata(v)["evidence"]
     assert isinstance(table, dg.TableMetadataValue) and table.schema is not None
+    assert [c.name for c in table.schema.columns] == ["id", "evidence"]
     rows = [r.data for r in table.records]
-    assert [r["id"] for r in rows] == [f"E{e.index}" for e in v.ledger]
-    assert [r["claim"] for r in rows] == [e.claim for e in v.ledger]  # never clipped
     assert v.top is not None
-    assert {r["id"] for r in rows if r["cited"]} == {f"E{i}" for i in v.top[0].cites}
-    assert all("urn:li:dataset" not in r["dataset"] for r in rows)
+    cited = {f"E{i} *" for i in v.top[0].cites}
+    assert {r["id"] for r in rows[: len(cited)]} == cited  # what the conclusion rests on, first
+    assert {r["id"].removesuffix(" *") for r in rows} == {f"E{e.index}" for e in v.ledger}
+    claims = {e.claim for e in v.ledger}
+    assert {r["evidence"].split(") ", 1)[1] for r in rows} == claims  # every claim, never clipped
+    assert all("urn:li:dataset" not in r["evidence"] for r in rows)

@@ -94,7 +94,15 @@ def test_one_nudge_per_waiting_batch_retried_when_the_webhook_fails(
     message = hook.posts[0]["text"]
     assert batch.digest in message and "projected" in message
     assert f"upstream approve --all --digest {batch.digest}" in message
-    assert "coverage_writeback_job" in message
+    assert "coverage_writeback_job" in message and "/assets/proposals" in message
+    # `upstream nudges` prints what the sensor sends, so a person can try it with no webhook
+    from typer.testing import CliRunner
+
+    from upstream_dagster.cli import app
+
+    printed = CliRunner().invoke(app, ["nudges"])
+    assert printed.exit_code == 0 and message in printed.stdout, printed.output
+    assert "$TEST_HOOK" in printed.stdout
     cursor, said = tick(cursor)  # never twice for the same item
     assert len(hook.posts) == 1 and "sent 0" in said
 

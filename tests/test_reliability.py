@@ -32,6 +32,7 @@ def test_vendor_drift_from_sensor_to_resolved_incident(estate: settings_mod.Sett
     from urllib.parse import quote
 
     from upstream_dagster.datahub import open_graph
+    from upstream_dagster.datahub.incidents import short_id
     from upstream_dagster.datahub.scribe import ROOT_TAG, document_urn, incident_urn
     from upstream_dagster.definitions import build
     from upstream_dagster.defs.journal import waiting_incidents
@@ -89,15 +90,44 @@ def test_vendor_drift_from_sensor_to_resolved_incident(estate: settings_mod.Sett
         "Confidence:",
         "Evidence ledger",
         "upstream_renamed_column",  # the patch diff
-        f"upstream approve --incident {outcome.key}",
+        f"upstream approve --incident {short_id(outcome.key)}",  # by its short id
     ):
         assert part in shown.stdout, part
+
+    # piped to a file, nothing is cut: the patch's added line is whole, however long
+    (added,) = [line for line in v.remedy.diff.splitlines() if "feed, upstream_renamed_col" in line]
+    assert len(added) > 100 and added in shown.stdout.splitlines()
+    # an incident has a short id, taken wherever a key is; `upstream incidents` lists them
+    ident = short_id(outcome.key)
+    listed = _cli("incidents")
+    (row,) = [line for line in listed.splitlines() if line.strip().startswith(ident)]
+    assert "agg_daily_revenue (dbt)" in row and "open: fix awaits approval" in row, listed
+    assert "1.00" in row and "alice" in row and "urn:li" not in row  # confidence, owner
+    assert _cli("show", ident[:4]) == _cli("show", "latest") == shown.stdout
+    # the failing check in Dagster links to its incident: one click from the red check
+    failing = _failing_check(estate, instance)
+    assert failing.metadata["incident_id"].value == ident
+    assert quote(outcome.key, safe="") in str(failing.metadata["incident"].value)
+    assert not failing.passed and ident in (failing.description or "")
 
     waiting = waiting_incidents(instance, gate_store(estate))  # the one approval queue lists it
     assert any(outcome.key in line and v.digest in line for line in waiting), waiting
     with pytest.raises(UpstreamError, match="not an approver"):
         approve(estate, outcome, "mallory")
     done = approve(estate, outcome, "alice")
+    # the runs say who launched them and why; the resolution links the fix's run and times it
+    fix_run = instance.get_run_by_id(done.runs[0])
+    assert fix_run is not None
+    assert fix_run.tags["upstream/launched-by"] == "cli" and fix_run.tags["upstream/cli-user"]
+    assert (fix_run.tags["upstream/reviewer"], fix_run.tags["upstream/gate"]) == ("alice", "write")
+    resolved = instance.get_latest_materialization_event(dg.AssetKey("incident_resolution"))
+    assert resolved is not None and resolved.asset_materialization is not None
+    meta = resolved.asset_materialization.metadata
+    assert meta["fixed_by_run"] == dg.MetadataValue.dagster_run(fix_run.run_id)
+    assert float(str(meta["time_to_resolve_minutes"].value)) >= 0
+    assert "resolved in" in next(
+        line for line in _cli("incidents").splitlines() if line.strip().startswith(ident)
+    )
     assert not any(outcome.key in line for line in waiting_incidents(instance, gate_store(estate)))
     assert done.resolved is True, done.check_after_fix
     with pytest.raises(UpstreamError, match="already written"):
@@ -158,6 +188,38 @@ def test_vendor_drift_from_sensor_to_resolved_incident(estate: settings_mod.Sett
         assert incident and incident["status"]["state"] == "ACTIVE"  # as the verdict raised it
     finally:
         graph.close()
+
+
+def _cli(*args: str) -> str:
+    import os
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-m", "upstream_dagster.cli", *args],
+        cwd=ROOT,
+        env=dict(os.environ),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout
+
+
+def _failing_check(estate: settings_mod.Settings, instance: dg.DagsterInstance) -> Any:
+    """The latest result of the estate.yaml monitor that failed (revenue_not_zero)."""
+    from upstream_dagster.definitions import build
+
+    graph = build(estate).resolve_asset_graph()
+    (key,) = [
+        k
+        for k in graph.asset_check_keys
+        if k.name == "monitor_revenue_not_zero" and k.asset_key.path[-1] == "agg_daily_revenue"
+    ]
+    record = instance.get_latest_asset_check_evaluation_record(key)
+    assert record is not None and record.evaluation is not None
+    return record.evaluation
 
 
 def _from_the_ui(run: dg.DagsterRun) -> dg.DagsterRun:

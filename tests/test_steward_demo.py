@@ -15,7 +15,7 @@ from upstream_dagster.conformance.proposals import Proposal
 from upstream_dagster.conformance.requirements import is_generated
 from upstream_dagster.datahub import MetadataGraph, connected
 from upstream_dagster.datahub.readpath import read_context
-from upstream_dagster.defs.presentation import plan_metadata
+from upstream_dagster.defs.batch_view import plan_metadata
 from upstream_dagster.services import coverage
 from upstream_dagster.settings import Settings
 from upstream_dagster.spec.loader import load_estate
@@ -74,12 +74,14 @@ def test_the_demo_plan_is_what_a_steward_would_accept(shared_estate: Settings) -
     meta = plan_metadata(batch)
     table = meta["stays_a_violation_table"]
     assert isinstance(table, dg.TableMetadataValue) and len(table.records) == 23
-    tie = next(r.data for r in table.records if r.data["asset"] == "int_shipment_times (dbt)")
-    assert tie["why"].startswith(
-        "owners: the lineage rule splits evenly between bob, carol (2 each)"
+    tie = next(
+        r.data["violation"]
+        for r in table.records
+        if r.data["violation"].startswith("int_shipment_times (dbt)")
     )
-    assert "stg_vendor_shipments (dbt) (upstream): carol" in tie["looked"]
+    assert "owners: the lineage rule splits evenly between bob, carol (2 each)" in tie
     assert "owners: the lineage rule splits evenly" in meta["stays_a_violation"].value
+    assert "stg_vendor_shipments (dbt) (upstream): carol" in meta["stays_a_violation"].value
     assert meta["descriptions_before"] == "28 documented, 0 generated, 22 missing"
     assert meta["descriptions_projected"] == "47 documented, 0 generated, 3 missing"
 

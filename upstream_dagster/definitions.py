@@ -7,6 +7,7 @@ deployed (and parsed when it changed) when Dagster loads the code location.
 from __future__ import annotations
 
 import os
+import re
 
 import dagster as dg
 
@@ -22,6 +23,7 @@ from upstream_dagster.defs import (
 )
 from upstream_dagster.defs.progress import LOGGERS
 from upstream_dagster.defs.resources import fixed, resources
+from upstream_dagster.errors import UpstreamError
 from upstream_dagster.spec import load_estate
 from upstream_dagster.warehouse.dbt_project import DbtProject, dbt_executable
 
@@ -32,13 +34,43 @@ CORE_JOBS = frozenset(
 )
 
 
+def owners(settings: settings_mod.Settings) -> list[str]:
+    """Who owns Upstream's own assets in Dagster: the approvers estate.yaml lists (they act on
+    what those assets propose), as Dagster names owners (an address, or ``team:NAME``)."""
+    try:
+        approvers = load_estate(settings.estate_file).policies.approvers
+    except UpstreamError:  # a bad estate file fails the estate_spec asset, file:line and fix
+        return []
+    return [a if "@" in a else "team:" + re.sub(r"[^A-Za-z0-9_.-]+", "-", a) for a in approvers]
+
+
+def owned(defs: dg.Definitions, names: list[str]) -> dg.Definitions:
+    """``defs`` with ``names`` as the owners of every asset it defines."""
+    if not names:
+        return defs
+    assets = [
+        a.map_asset_specs(lambda spec: spec.replace_attributes(owners=names))
+        if isinstance(a, dg.AssetsDefinition)
+        else a
+        for a in defs.assets or []
+    ]
+    return dg.Definitions(
+        assets=assets,
+        asset_checks=defs.asset_checks,
+        jobs=defs.jobs,
+        schedules=defs.schedules,
+        sensors=defs.sensors,
+    )
+
+
 def core(settings: settings_mod.Settings) -> dg.Definitions:
     """The conformance and coverage areas alone: no dbt project deployed or parsed, no
     dagster-dbt imported (its import is most of a command's start-up)."""
+    names = owners(settings)
     return dg.Definitions.merge(
-        conformance.defs,
-        coverage.defs,
-        undo.defs,
+        owned(conformance.defs, names),
+        owned(coverage.defs, names),
+        owned(undo.defs, names),
         notify.defs,
         watch.defs,
         dg.Definitions(
@@ -64,19 +96,20 @@ def build(settings: settings_mod.Settings) -> dg.Definitions:
         dbt_executable=dbt_executable(),
     )
     manifest = project.manifest()
+    names = owners(settings)
     return dg.Definitions.merge(
         estate_defs(
             manifest,
             load_estate(settings.estate_file),
             loads_feeds(manifest, settings.feeds_sql),
         ),
-        conformance.defs,
-        coverage.defs,
-        undo.defs,
+        owned(conformance.defs, names),
+        owned(coverage.defs, names),
+        owned(undo.defs, names),
         notify.defs,
         watch.defs,
-        reliability.defs,
-        remediation.defs,
+        owned(reliability.defs, names),
+        owned(remediation.defs, names),
         dg.Definitions(
             resources={
                 **resources(settings),

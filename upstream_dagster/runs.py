@@ -6,6 +6,7 @@ step), and the results read back as typed records.
 from __future__ import annotations
 
 import contextlib
+import getpass
 import io
 import os
 import socket
@@ -17,11 +18,11 @@ import dagster as dg
 from upstream_dagster.conformance.plan import Plan
 from upstream_dagster.conformance.score import Dial
 from upstream_dagster.definitions import CORE_JOBS, build, core
-from upstream_dagster.defs import journal
+from upstream_dagster.defs import journal, launch, progress
 from upstream_dagster.defs.estate_jobs import ESTATE_JOBS, REBUILD_TAG, REFRESH_JOB
 from upstream_dagster.defs.estate_jobs import OUTCOME as BUILD_OUTCOME
 from upstream_dagster.defs.remediation import DRIVER_TAG, INCIDENT_TAG
-from upstream_dagster.defs.resources import WRITEBACK_POOL, ReviewerToken, gate_db
+from upstream_dagster.defs.resources import WAREHOUSE_POOL, WRITEBACK_POOL, ReviewerToken, gate_db
 from upstream_dagster.errors import UpstreamError
 from upstream_dagster.reliability.verdict import Verdict
 from upstream_dagster.settings import Settings
@@ -63,12 +64,11 @@ def dagster_instance(settings: Settings) -> dg.DagsterInstance:
     os.environ["DAGSTER_HOME"] = str(home)
     instance = dg.DagsterInstance.get()
     storage = instance.event_log_storage
-    # Create the write-back pool up front: two write-backs starting together on a pool that
-    # does not exist yet race to create it, and one of them fails.
-    if storage.supports_global_concurrency_limits and (
-        WRITEBACK_POOL not in storage.get_concurrency_keys()
-    ):
-        storage.set_concurrency_slots(WRITEBACK_POOL, 1)
+    # Create the pools up front: two runs starting together on a pool that does not exist yet
+    # race to create it, and one of them fails.
+    if storage.supports_global_concurrency_limits:
+        for pool in {WRITEBACK_POOL, WAREHOUSE_POOL} - set(storage.get_concurrency_keys()):
+            storage.set_concurrency_slots(pool, 1)
     return instance
 
 
@@ -116,6 +116,14 @@ def _step_error(event: dg.DagsterEvent) -> str:
 
 
 HOST_TAG, PID_TAG = "upstream/host", "upstream/pid"
+CLI_USER_TAG = "upstream/cli-user"  # the account that ran the command (not a verified identity)
+
+
+def _user() -> str:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):  # no name for this uid (a container): say so, do not fail
+        return f"uid {os.getuid()}"
 
 
 def release_dead_runs(instance: dg.DagsterInstance) -> list[str]:
@@ -169,7 +177,13 @@ def run_job(
     defs = core(settings) if job_name in CORE_JOBS else build(settings)
     job = defs.resolve_job_def(job_name)
     release_dead_runs(instance)
-    tags = {**(tags or {}), HOST_TAG: socket.gethostname(), PID_TAG: str(os.getpid())}
+    tags = {
+        launch.LAUNCHED_BY: "cli",
+        CLI_USER_TAG: _user(),
+        **(tags or {}),
+        HOST_TAG: socket.gethostname(),
+        PID_TAG: str(os.getpid()),
+    }
     rebuild = None
     if job_name in ESTATE_JOBS:  # dagster-dbt is imported only for the jobs that build
         from upstream_dagster.defs import rebuild as rebuilds
@@ -291,6 +305,9 @@ def approve_incident(
     nonce = nonce or waiting_nonce(settings, "fix", digest)
     approval = {"verdict_digest": digest, "reviewer": reviewer, "proof": proof, "nonce": nonce}
     config = {"ops": {"incident_fix": {"config": approval}}}
+    progress.phase(
+        "1/3 applying the approved fix to the deployed dbt project (incident_writeback_job)"
+    )
     applied = run_job(
         settings, "incident_writeback_job", config, tags=tags, partition=key,
         resources=_carrying(token),
@@ -302,7 +319,9 @@ def approve_incident(
         return IncidentFixed("nothing", False, False, "", 0, str(fix["result"]), (applied.run_id,))
     ran = [applied.run_id]
     if fix["rebuild"]:
+        progress.phase("2/3 rebuilding the estate with the fix (estate_refresh)")
         ran.append(run_job(settings, "estate_refresh", tags={**tags, INCIDENT_TAG: key}).run_id)
+    progress.phase("3/3 reading the failing check again (incident_resolution_job)")
     resolution = run_job(settings, "incident_resolution_job", tags=tags, partition=key)
     done = metadata(resolution, "incident_resolution")
     return IncidentFixed(

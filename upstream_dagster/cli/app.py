@@ -5,10 +5,12 @@ from __future__ import annotations
 import errno
 import importlib.util
 import sys
-from collections.abc import Callable, Iterator
+import time
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from datetime import datetime
 from types import ModuleType
-from typing import NoReturn, TypeVar
+from typing import TYPE_CHECKING, NoReturn, TypeVar
 
 import typer
 from rich.console import Console
@@ -19,6 +21,9 @@ from upstream_dagster.clock import CLOCK_ENV, ClockError
 from upstream_dagster.datahub import Target, connected
 from upstream_dagster.datahub.summary import summarize
 from upstream_dagster.errors import UpstreamError
+
+if TYPE_CHECKING:
+    from upstream_dagster.defs.progress import Progress
 
 app = typer.Typer(
     help="Upstream: desired-state control plane for DataHub.",
@@ -47,17 +52,86 @@ def lazy(name: str) -> ModuleType:
 
 @contextmanager
 def running(what: str) -> Iterator[None]:
-    """A spinner (on stderr, so a command's printed result stays clean) saying what runs and,
-    while a Dagster run is under way, the step it is in."""
-    from upstream_dagster.defs.progress import steps  # Dagster: only a command that runs one
+    """Progress while a command's Dagster runs work, on stderr (a command's printed result
+    stays clean): on a terminal a spinner naming the whole step; otherwise (a pipe, a file,
+    CI) plain timestamped lines, so a long build is never silent."""
+    # Dagster and DuckDB are imported only by a command that runs something
+    from upstream_dagster.defs.progress import Progress, watching
+    from upstream_dagster.warehouse.duckdb_warehouse import waiting as warehouse_waits
 
-    with err.status(f"{what}...") as status:
+    def held(message: str) -> Progress:
+        return Progress("wait", message)
 
-        def step(key: str) -> None:
-            status.update(f"{what}: step {key}...")
-
-        with steps(step):
+    if err.is_terminal:
+        with err.status(f"{what}...") as status:
+            spinner = _Spinner(what, status.update, lambda: err.width)
+            with watching(spinner.tell), warehouse_waits(lambda m: spinner.tell(held(m))):
+                yield
+        return
+    lines = _Lines(what)
+    try:
+        with watching(lines.tell), warehouse_waits(lambda m: lines.tell(held(m))):
             yield
+    except BaseException:
+        lines.say(f"stopped: {what} ({lines.elapsed()})")
+        raise
+    lines.say(f"done: {what} ({lines.elapsed()})")
+
+
+class _Spinner:
+    """The spinner's text: the step (or phase) in full, then as much of ``what`` as fits."""
+
+    def __init__(self, what: str, update: Callable[[str], None], width: Callable[[], int]):
+        self.what, self.update, self.width = what, update, width
+        self.phase, self.step, self.assets, self.waiting = "", "", 0, ""
+
+    def tell(self, event: Progress) -> None:
+        if event.kind == "phase":
+            self.phase, self.step, self.assets = event.name, "", 0
+        elif event.kind == "wait":
+            self.waiting = event.name
+        elif event.kind == "step":
+            self.step, self.waiting = event.name, ""
+        else:
+            self.assets += 1
+        self.update(self.text())
+
+    def text(self) -> str:
+        done = f"({self.assets} {'asset' if self.assets == 1 else 'assets'} materialized)"
+        detail = self.waiting or " ".join(
+            t for t in (f"step {self.step}" if self.step else "", done if self.assets else "") if t
+        )
+        label = self.phase or self.what
+        room = self.width() - len(detail) - 8  # the spinner, the separator, a margin
+        if len(label) > room:
+            label = label[: max(room - 3, 0)] + "..." if room > 10 else ""
+        return " - ".join(t for t in (label, detail) if t) or self.what
+
+
+class _Lines:
+    """Plain progress lines: every phase and step as it starts, and the assets materialized
+    inside a long step at most every ten seconds."""
+
+    def __init__(self, what: str) -> None:
+        self.started = self.last = time.monotonic()
+        self.assets = 0
+        self.say(f"{what}...")
+
+    def elapsed(self) -> str:
+        return f"{time.monotonic() - self.started:.0f} s"
+
+    def say(self, text: str) -> None:
+        self.last = time.monotonic()
+        err.print(f"{datetime.now():%H:%M:%S} {text}", markup=False, highlight=False)
+
+    def tell(self, event: Progress) -> None:
+        if event.kind == "asset":
+            self.assets += 1
+            if time.monotonic() - self.last >= 10:
+                noun = "asset" if self.assets == 1 else "assets"
+                self.say(f"  {self.assets} {noun} materialized (latest: {event.name})")
+            return
+        self.say(f"  step {event.name}" if event.kind == "step" else event.name)
 
 
 def fail(exc: UpstreamError) -> NoReturn:
@@ -81,6 +155,25 @@ def guarded(step: Callable[[], T]) -> T:
 def plain(text: str) -> None:
     """Print text as it is: no markup, no highlighting."""
     out.print(text, markup=False, highlight=False)
+
+
+def table(
+    header: Sequence[str], rows: Sequence[Sequence[str]], right: frozenset[int] = frozenset()
+) -> list[str]:
+    """Aligned columns under a header, two spaces apart, numbers (``right``) to the right; the
+    last column is never padded and nothing is cut (a terminal wraps a long line; a file keeps
+    it whole)."""
+    widths = [max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(header)]
+
+    def line(cells: Sequence[str]) -> str:
+        padded = [
+            c.rjust(w) if i in right else c.ljust(w)
+            for i, (c, w) in enumerate(zip(cells, widths, strict=True))
+        ]
+        padded[-1] = cells[-1] if len(cells) - 1 not in right else padded[-1]
+        return "  " + "  ".join(padded).rstrip()
+
+    return [line(header), *(line(r) for r in rows)]
 
 
 def print_summary(settings: settings_mod.Settings) -> None:

@@ -20,7 +20,7 @@ from upstream_dagster.conformance.plan import Plan
 from upstream_dagster.conformance.score import render
 from upstream_dagster.datahub import connected
 from upstream_dagster.datahub.readpath import read_context
-from upstream_dagster.defs import journal
+from upstream_dagster.defs import incident_list, journal
 from upstream_dagster.errors import UpstreamError
 from upstream_dagster.services import coverage, scoring
 from upstream_dagster.settings import Settings
@@ -89,7 +89,8 @@ def server(settings: Settings) -> MCPServer:
     def violations(dataset: str) -> str:
         """A dataset's failing requirements, why each fails, its risk arithmetic, and what
         Upstream proposes for it or why it proposes nothing (which rule looked, what it
-        found). ``dataset``: its name as schema.table, or a DataHub URN."""
+        found). ``dataset``: as the dial names it (``fct_orders (dbt)``), schema.table, or a
+        DataHub URN."""
         _bounded(
             "dataset", dataset, MAX_DATASET, "MAX_DATASET", "pass schema.table or the dataset's URN"
         )
@@ -100,14 +101,13 @@ def server(settings: Settings) -> MCPServer:
             rejected = claims.rejected(runs.gate_store(settings))
             batch = coverage.replan(ctx, spec, coverage.plan_inputs(settings, rejected))
         wanted = dataset.strip().lower()
-        found = [
-            v
-            for v in scoring.ranked(ctx, spec, dial)
-            if wanted in (v.check.asset.lower(), relation_of(v.check.asset))
-        ]
+
+        def named(urn: str) -> bool:  # as the dial, the plan and the UI name it, or its URN
+            return wanted in (urn.lower(), relation_of(urn), ctx.label(urn).lower())
+
+        found = [v for v in scoring.ranked(ctx, spec, dial) if named(v.check.asset)]
         if not found:
-            scored = {r.asset for r in dial.results}
-            known = any(wanted in (u.lower(), relation_of(u)) for u in scored)
+            known = any(named(r.asset) for r in dial.results)
             return (
                 f"{dataset}: every requirement passes."
                 if known
@@ -131,19 +131,29 @@ def server(settings: Settings) -> MCPServer:
 
     @app.tool(annotations=READ_ONLY)
     def incident(key: str) -> str:
-        """An incident's root-cause analysis: cause, confidence, evidence, patch."""
-        _bounded("key", key, MAX_KEY, "MAX_KEY", "pass a key the incidents tool lists")
-        found = journal.verdict(runs.dagster_instance(settings), key)
+        """An incident's root-cause analysis: cause, confidence, evidence, patch. ``key``: its
+        id (the incidents tool lists them), its whole key, or ``latest``."""
+        _bounded("key", key, MAX_KEY, "MAX_KEY", "pass an id the incidents tool lists")
+        instance = runs.dagster_instance(settings)
+        with _named():
+            key = incident_list.resolve(instance, key)
+        found = journal.verdict(instance, key)
         if found is None:
             raise ToolError(f"no investigation of {key!r}; list them with the incidents tool")
         return f"{found.conclusion}\n\n{found.rca}"
 
     @app.tool(annotations=READ_ONLY)
     def incidents() -> str:
-        """Every investigated incident: its key, conclusion and confidence."""
-        found = journal.verdicts(runs.dagster_instance(settings))
+        """Every investigated incident, newest first: id, dataset, check, status, age,
+        confidence, owner and conclusion."""
+        instance = runs.dagster_instance(settings)
+        now = clock.now_ms()
         return (
-            "\n".join(f"- {v.key}: {v.conclusion} (confidence {v.confidence:.2f})" for v in found)
+            "\n".join(
+                f"- {r.id} {r.dataset} {r.check}: {r.status}, {r.age(now)}, confidence "
+                f"{r.confidence:.2f}, owner {r.owner}; {r.conclusion}"
+                for r in incident_list.rows(instance, runs.gate_store(settings))
+            )
             or "No incident has been investigated."
         )
 

@@ -9,7 +9,7 @@ import typer
 
 from upstream_dagster import gate
 from upstream_dagster import settings as settings_mod
-from upstream_dagster.cli.app import app, err, fail, guarded, lazy, out, plain, running
+from upstream_dagster.cli.app import app, err, fail, guarded, lazy, out, plain, running, table
 from upstream_dagster.cli.approving import TOKEN_ENV, prepare
 from upstream_dagster.cli.incidents import approve_incident
 from upstream_dagster.errors import UpstreamError
@@ -44,16 +44,8 @@ def plan(
         f"batch {batch.digest}: {len(batch.proposals)} proposals, conformance "
         f"{before:.1f}% -> {after:.1f}% projected ({after - before:+.1f} points)"
     )
-    for p in batch.proposals:
-        price = p.price
-        value = " ".join(batch.shown(p).split())
-        value = value if len(value) <= 100 else value[:97] + "..."
-        plain(
-            f"  {p.id}  {p.requirement:<22} {batch.display(p.asset)}"
-            f"  {p.change.kind} {value}  "
-            f"{f'+{price.delta_points:.2f} pts' if price else 'not priced'}  "
-            f"[{'; '.join(p.evidence)}]"
-        )
+    if batch.proposals:
+        print_proposals(batch.records(), batch.gain_note())
     was, will = batch.base.descriptions, batch.projected.descriptions
     plain(
         f"descriptions: {was.documented} documented -> {will.documented}, "
@@ -65,16 +57,46 @@ def plan(
         f"{batch.dropped} proposals dropped for no simulated benefit; {batch.deferred} priced "
         "proposals wait for the next batch (max_proposals_per_run)."
     )
-    for u in batch.unfixable:
-        plain(f"  {u.requirement:<22} {batch.display(u.asset)}: {u.reason}")
-        for line in u.looked if why else ():
-            plain(f"      {line}")
+    stays = [(u.requirement, batch.display(u.asset), u.reason) for u in batch.unfixable]
+    lines = table(("requirement", "asset", "why it stays a violation"), stays)
+    if stays:
+        plain(lines[0])
+    for line, u in zip(lines[1:], batch.unfixable, strict=True):
+        plain(line)
+        for found in u.looked if why else ():
+            plain(f"      {found}")
     plain(f"planned under {scored.policy}")
     plain(f"approve: upstream approve --all --digest {batch.digest} --reviewer NAME")
     plain(
         f"  (in the launchpad: batch_digest {batch.digest}, nonce {scored.nonce}; the one-time "
         "value makes an approval good for one write)"
     )
+
+
+PROPOSAL_HEADER = ("id", "gain", "risk", "downstream", "requirement", "asset", "proposed value")
+
+
+def print_proposals(records: list[dict[str, Any]], note: str = "") -> None:
+    """Proposals as an aligned table, the biggest gain first; under each, its evidence."""
+    if note:
+        plain(note)
+    rows = [
+        (
+            str(r["id"]),
+            f"{float(r['points']):+.2f}",
+            f"{float(r['risk']):.2f}",
+            str(r.get("downstream", "-")),
+            str(r["requirement"]),
+            str(r["asset"]),
+            f"{r['change']}: {r['value']}",
+        )
+        for r in records
+    ]
+    lines = table(PROPOSAL_HEADER, rows, right=frozenset({1, 2}))
+    plain(lines[0])
+    for line, r in zip(lines[1:], records, strict=True):
+        plain(line)
+        plain(f"      evidence: {r['evidence']}")
 
 
 @app.command()
@@ -94,6 +116,34 @@ def queue() -> None:
         plain(f"- {line}")
     if not incidents:
         out.print("No incident fix is waiting for approval.")
+
+
+@app.command()
+def nudges(
+    ui: Annotated[str, typer.Option(help="The Dagster UI's address in the links.")] = "",
+) -> None:
+    """Print the messages the `nudge` sensor sends now, one per item waiting on a person, as
+    the webhook in estate.yaml's policies.notify gets them (try them without one)."""
+    from upstream_dagster.defs import notify
+    from upstream_dagster.defs.resources import UpstreamResource, gate_db
+
+    settings = settings_mod.load()
+    spec = guarded(lambda: load_estate(settings.estate_file))
+    base = ui or (spec.policies.notify.ui_url if spec.policies.notify else "")
+    instance = runs.dagster_instance(settings)
+    upstream = UpstreamResource.of(settings, gate_db(settings, instance))
+    found = notify.waiting(instance, upstream, (base or "http://localhost:3000").rstrip("/"))
+    for item in found:
+        plain(f"--- {item.key}")
+        plain(item.text)
+    if not found:
+        out.print("Nothing is waiting on a person: no nudge would be sent.")
+    where = spec.policies.notify
+    plain(
+        f"(sent to ${where.webhook_env} by the nudge sensor, each once)"
+        if where
+        else "(estate.yaml sets no policies.notify: the nudge sensor sends nothing)"
+    )
 
 
 @app.command()
@@ -155,7 +205,7 @@ def approve(
         f"{float(planned.get('percent_before', 0)):.1f}% -> "
         f"{float(planned.get('percent_projected', 0)):.1f}% projected; you approve {chosen}:"
     )
-    plain(str(planned.get("batch", "")))
+    print_proposals(_chosen(planned, None if all_ else list(ids or [])))
     if not yes and not typer.confirm(
         f"Write {chosen} of batch {current} to DataHub as {reviewer}?"
     ):
@@ -214,13 +264,18 @@ def reset(
     out.print(f"restored {done.restored} aspects (batches {done.batches})")
 
 
+def _chosen(planned: dict[str, Any], ids: list[str] | None) -> list[dict[str, Any]]:
+    """The planned batch's rows a reviewer approves (all of them when ``ids`` is None)."""
+    rows = planned.get("batch_records") or []
+    return [dict(r) for r in rows if ids is None or str(r.get("id")) in ids]
+
+
 def _known_ids(planned: dict[str, Any], batch: str, ids: list[str]) -> None:
     """Every id a reviewer names is one of the planned batch's, checked before anything runs."""
-    table = planned.get("batch_table")
-    records = getattr(table, "records", None)
+    records = planned.get("batch_records")
     if not ids or records is None:
         return
-    known = {str(r.data.get("id")) for r in records}
+    known = {str(r.get("id")) for r in records}
     unknown = [i for i in dict.fromkeys(ids) if i not in known]
     if unknown:
         named = ", ".join(repr(i if len(i) <= 40 else i[:40] + "...") for i in unknown[:5])

@@ -7,23 +7,25 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.markdown import Markdown
+from rich.text import Text
 
-from upstream_dagster import gate
+from upstream_dagster import clock, gate
 from upstream_dagster import settings as settings_mod
-from upstream_dagster.cli.app import app, err, fail, guarded, lazy, out, plain, running
+from upstream_dagster.cli.app import app, err, fail, guarded, lazy, out, plain, running, table
 from upstream_dagster.cli.approving import TOKEN_ENV, prepare
 from upstream_dagster.datahub import Target, connected
-from upstream_dagster.datahub.incidents import failing_now, named
+from upstream_dagster.datahub.incidents import failing_now, named, short_id
 from upstream_dagster.errors import UpstreamError
 from upstream_dagster.spec.loader import load_estate
 from upstream_dagster.state import approvals, keys
 
 if TYPE_CHECKING:
     from upstream_dagster import runs
-    from upstream_dagster.defs import journal
+    from upstream_dagster.defs import incident_list, journal
 else:  # imported when a command first uses them
     runs = lazy("upstream_dagster.runs")
     journal = lazy("upstream_dagster.defs.journal")
+    incident_list = lazy("upstream_dagster.defs.incident_list")
 
 
 @app.command()
@@ -45,10 +47,11 @@ def investigate(
         out.print("No assertion is failing in DataHub" + (f" for {urn}" if urn else "") + ".")
         return
     for key in keys:
-        with running(f"investigating {key}"):
+        with running(f"investigating {short_id(key)} ({key})"):
             done = guarded(lambda key=key: runs.investigate(settings, key))  # type: ignore[misc]
         v = done.verdict
         out.print(f"[bold]{key}[/]", highlight=False)
+        plain(f"  id {short_id(key)} (`upstream show {short_id(key)}`)")
         plain(f"  {v.headline()}")
         out.print(
             f"  confidence {v.confidence:.2f}, risk {v.risk.score:.2f}, "
@@ -62,8 +65,18 @@ def investigate(
 
 def print_rca(summary: journal.VerdictSummary) -> None:
     """The root-cause analysis as the incident in DataHub holds it: cause, confidence and its
-    arithmetic, the evidence, the patch, and what approving will do."""
-    out.print(Markdown(summary.rca or "(no analysis recorded)"))
+    arithmetic, the evidence, the patch, and what approving will do. On a terminal the prose is
+    rendered; the patch is never wrapped into another shape or cut, and into a pipe or a file
+    every line goes as it is."""
+    text = summary.rca or "(no analysis recorded)"
+    if not out.is_terminal:
+        plain(text)
+    else:
+        for part, code in blocks(text):
+            if code:
+                print_diff(part)
+            elif part.strip():
+                out.print(Markdown(part))
     out.print("")
     if summary.actionable:
         plain(
@@ -71,31 +84,85 @@ def print_rca(summary: journal.VerdictSummary) -> None:
             "incident only if the failing check then passes; every write can be undone with "
             "`upstream reset`."
         )
-        plain(f"approve: upstream approve --incident {summary.key} --reviewer NAME")
+        plain(f"approve: upstream approve --incident {short_id(summary.key)} --reviewer NAME")
     else:
         plain(
             "Nothing to approve: " + ("no patch applies" if summary.concluded else "it abstained")
         )
 
 
+def blocks(markdown: str) -> list[tuple[str, bool]]:
+    """``markdown`` as (text, is a fenced code block) pieces, in order."""
+    out: list[tuple[str, bool]] = []
+    current: list[str] = []
+    code = False
+    for line in markdown.splitlines():
+        if line.startswith("```"):
+            out.append(("\n".join(current), code))
+            current, code = [], not code
+            continue
+        current.append(line)
+    out.append(("\n".join(current), code))
+    return [(text, is_code) for text, is_code in out if text or is_code]
+
+
+def patch_of(summary: journal.VerdictSummary) -> str:
+    """The patch a reviewer approves, as the analysis shows it ("" when there is none)."""
+    return "\n".join(text for text, code in blocks(summary.rca) if code)
+
+
+def print_diff(diff: str) -> None:
+    """A unified diff, each line whole: added lines green, removed red on a terminal."""
+    for line in diff.splitlines():
+        style = "green" if line.startswith("+") else "red" if line.startswith("-") else None
+        if style and not line.startswith(("+++", "---")) and out.is_terminal:
+            out.print(Text(line, style=style))
+        else:
+            plain(line)
+
+
+def resolved(settings: settings_mod.Settings, given: str) -> str:
+    """The incident key a person named: a key, a short id, or `latest`."""
+    instance = runs.dagster_instance(settings)
+    return guarded(lambda: incident_list.resolve(instance, given))
+
+
 @app.command()
 def show(
-    key: Annotated[str, typer.Argument(help="The incident key `investigate` printed.")],
+    key: Annotated[
+        str,
+        typer.Argument(help="An incident's id (`upstream incidents`), its whole key, or latest."),
+    ],
 ) -> None:
     """Print an incident's root-cause analysis: cause, confidence, evidence, patch, approval."""
     settings = settings_mod.load()
+    key = resolved(settings, key)
     summary = journal.verdict(runs.dagster_instance(settings), key)
     if summary is None:
-        known = [v.key for v in journal.verdicts(runs.dagster_instance(settings))][:5]
-        fail(
-            UpstreamError(
-                f"no investigation of {key!r}",
-                "run `upstream investigate`"
-                + (f"; investigated: {', '.join(known)}" if known else ""),
-            )
-        )
-    plain(f"{summary.key}: {summary.conclusion}")
+        fail(UpstreamError(f"no investigation of {key!r}", "run `upstream investigate`"))
+    plain(f"{short_id(summary.key)}  {summary.key}")
+    plain(f"{summary.conclusion}")
     print_rca(summary)
+
+
+@app.command("incidents")
+def list_incidents() -> None:
+    """Every investigated incident: id, dataset, check, status, age, confidence and owner."""
+    settings = settings_mod.load()
+    instance = runs.dagster_instance(settings)
+    found = guarded(lambda: incident_list.rows(instance, runs.gate_store(settings)))
+    if not found:
+        out.print("No incident has been investigated: `upstream investigate` looks for them.")
+        return
+    now = clock.now_ms()
+    header = ("id", "dataset", "check", "status", "age", "confidence", "owner")
+    rows = [
+        (r.id, r.dataset, r.check, r.status, r.age(now), f"{r.confidence:.2f}", r.owner)
+        for r in found
+    ]
+    for line in table(header, rows, right=frozenset({5})):
+        plain(line)
+    plain("details: upstream show ID (or latest); approve: upstream approve --incident ID")
 
 
 def approve_incident(
@@ -106,16 +173,22 @@ def approve_incident(
     signing: Path | None,
     token_env: str = TOKEN_ENV,
 ) -> None:
+    key = resolved(settings, key)
     summary = journal.verdict(runs.dagster_instance(settings), key)
     if summary is None:
         fail(UpstreamError(f"no verdict for incident {key}", "run `upstream investigate` first"))
     policies = guarded(lambda: load_estate(settings.estate_file)).policies
     shown = gate.Subject("fix", summary.digest, summary.digest, (("fix", 0.0),))
     ready = prepare(settings, policies, shown, summary.digest, reviewer, signing, token_env)
-    plain(f"{key}: {summary.conclusion}")
+    plain(f"{short_id(key)}  {key}")
+    plain(summary.conclusion)
+    patch = patch_of(summary)
+    if patch:
+        plain(f"The {summary.remedy} you approve:")
+        print_diff(patch)
     if not yes and not typer.confirm(f"Apply the {summary.remedy} as {reviewer}?"):
         raise typer.Exit(1)
-    with running(f"applying the fix for {key} (incident_writeback_job, rebuild, re-check)"):
+    with running(f"applying the fix for incident {short_id(key)} (fix, rebuild, re-check)"):
         done = guarded(
             lambda: runs.approve_incident(
                 settings, key, summary.digest, reviewer, ready.proof, ready.nonce, ready.token

@@ -67,6 +67,66 @@ class Plan:
             value += f" (+ {_count(len(change.columns), 'column description')}: {names}{more})"
         return value
 
+    def by_gain(self) -> list[Proposal]:
+        """The proposals as a reviewer reads them: the biggest gain first, then the riskiest
+        violation closed, then the most downstream, then by id."""
+        reach = {p.id: p.price.downstream if p.price else 0 for p in self.proposals}
+        return sorted(self.proposals, key=lambda p: (-gain(p), -p.risk, -reach[p.id], p.id))
+
+    def records(self) -> list[dict[str, str | float]]:
+        """One row per proposal, by gain, as both the command line and the UI show it."""
+        checks = self.base.overall.checks or 1
+        rows: list[dict[str, str | float]] = []
+        for p in self.by_gain():
+            price = p.price
+            rows.append(
+                {
+                    "id": p.id,
+                    "asset": self.display(p.asset),
+                    "requirement": p.requirement,
+                    "change": p.change.kind,
+                    "value": self.shown(p),
+                    "evidence": "; ".join(p.evidence),
+                    "points": round(price.delta_points, 3) if price else 0.0,
+                    "risk": round(p.risk, 3),
+                    "price": (
+                        f"+{price.delta_points:.2f} pts: fixes {price.checks_fixed} of {checks} "
+                        f"checks, breaks {price.checks_broken}; {price.downstream} assets "
+                        f"downstream, {price.downstream_top_tier} in the most critical tier"
+                        if price
+                        else "not priced"
+                    ),
+                    "downstream": (
+                        f"{price.downstream} ({price.downstream_top_tier} top tier)"
+                        if price
+                        else "-"
+                    ),
+                }
+            )
+        return rows
+
+    def gain_note(self) -> str:
+        """Why proposals share a price, when many do: the dial counts every check alike."""
+        checks = self.base.overall.checks or 1
+        shared: dict[float, list[Proposal]] = {}
+        for p in self.proposals:
+            if p.price is not None and p.price.checks_fixed == 1 and not p.price.checks_broken:
+                shared.setdefault(p.price.delta_points, []).append(p)
+        if not shared:
+            return ""
+        points, same = max(shared.items(), key=lambda kv: len(kv[1]))
+        if len(same) < 2:
+            return ""
+        return (
+            f"{len(same)} proposals close one check each of the {checks} the dial counts, "
+            f"alike: +{points:.2f} points each. Within a gain they are listed by the risk of "
+            "the violation each closes (highest first), then by how much lies downstream."
+        )
+
+
+def gain(p: Proposal) -> float:
+    return p.price.delta_points if p.price else 0.0
+
 
 def _count(n: int, noun: str) -> str:
     return f"{n} {noun}{'' if n == 1 else 's'}"

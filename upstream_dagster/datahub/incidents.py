@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -68,6 +69,12 @@ def incident_key(run: AssertionRun, check: str = "") -> str:
     seconds, ms = divmod(run.timestamp_ms, 1000)
     when = datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%S")
     return f"{name}@{when}.{ms:03d}Z~{run.assertion_urn.removeprefix('urn:li:assertion:')}"
+
+
+def short_id(key: str) -> str:
+    """An incident's short id, six hex characters of its key's hash: what a person types
+    (``upstream show 3f9a1c``) and reads in the UI, the same on every machine."""
+    return hashlib.sha256(key.encode()).hexdigest()[:6]
 
 
 def named(graph: MetadataGraph, runs: list[AssertionRun]) -> dict[str, str]:

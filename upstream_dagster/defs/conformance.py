@@ -11,6 +11,7 @@ from upstream_dagster.conformance.context import MetadataContext
 from upstream_dagster.conformance.risk import Violation
 from upstream_dagster.conformance.score import Dial, render_markdown
 from upstream_dagster.datahub.readpath import read_context
+from upstream_dagster.defs.launch import LAUNCHED_BY
 from upstream_dagster.defs.presentation import violations_records
 from upstream_dagster.defs.resources import DataHubResource, UpstreamResource
 from upstream_dagster.services import scoring
@@ -235,6 +236,7 @@ nightly = dg.ScheduleDefinition(
     cron_schedule="0 2 * * *",
     execution_timezone="UTC",
     default_status=dg.DefaultScheduleStatus.RUNNING,
+    tags={LAUNCHED_BY: "schedule:nightly_score"},
     description="The nightly score, so the dial's history plots in the UI.",
 )
 defs = dg.Definitions(

@@ -16,9 +16,12 @@ from upstream_dagster.conformance.context import MetadataContext
 from upstream_dagster.conformance.plan import Plan
 from upstream_dagster.datahub import whoami
 from upstream_dagster.defs import journal
-from upstream_dagster.defs.presentation import plan_metadata, receipts_table
+from upstream_dagster.defs.batch_view import plan_metadata
+from upstream_dagster.defs.launch import BATCH, GATE, REVIEWER, by_sensor, tag_run
+from upstream_dagster.defs.presentation import receipts_table
 from upstream_dagster.defs.resources import (
     AUTOMATIC_TAG,
+    WAREHOUSE_POOL,
     WRITEBACK_POOL,
     WRITEBACK_TAGS,
     DataHubResource,
@@ -67,6 +70,7 @@ def _context(upstream: UpstreamResource, warehouse: WarehouseResource) -> covera
 @dg.asset(
     kinds={"datahub", "python"},
     group_name=GROUP,
+    pool=WAREHOUSE_POOL,  # a proposed assertion is tried on the warehouse: wait for a build
     description=(
         "The batch of grounded proposals: each cites where its value came from and is "
         "priced by re-scoring a what-if copy of the graph (conformance delta, checks fixed "
@@ -94,9 +98,8 @@ def proposals(
         if narration.on
         else {"narrator": "off: no ANTHROPIC_API_KEY, descriptions use the template"}
     )
-    return dg.Output(
-        batch, metadata={**plan_metadata(batch, issued.nonce, issued.trust.describe()), **narrated}
-    )
+    shown = plan_metadata(batch, issued.nonce, issued.trust.describe(), estate_spec.policies)
+    return dg.Output(batch, metadata={**shown, **narrated})
 
 
 @dg.asset(
@@ -127,6 +130,7 @@ def approval_queue(
 @dg.asset_check(
     asset=proposals,
     blocking=True,
+    pool=WAREHOUSE_POOL,
     description=(
         "Blocks the write-back unless every proposal is priced and the batch is still current: "
         "DataHub is read again and planned again; any change to the graph changes the digest."
@@ -213,6 +217,7 @@ def coverage_writeback(
             claims.reject(store, config.reject, proposals.digest, config.reviewer, reason)
         chosen = tuple(p for p in chosen if p.id in decision.allowed)
         projected = coverage.projected_percent(spec, ctx, proposals, chosen)
+        tag_run(context, {GATE: "write", REVIEWER: config.reviewer, BATCH: proposals.digest})
         done = coverage.write_claimed(
             graph, store, held, upstream.state, proposals.digest, config.nonce,
             context.run_id, config.reviewer, chosen, inputs.warehouse,
@@ -256,6 +261,7 @@ def _unwritten(
     )
     if refused:
         context.log.error(f"refused: {decision.problem}; fix: {decision.fix}")
+    tag_run(context, {GATE: "refused" if refused else decision.verdict, BATCH: digest})
     return dg.MaterializeResult(
         metadata={
             "policy": actuation,
@@ -312,7 +318,7 @@ def auto_writeback(
         run_requests=[
             dg.RunRequest(
                 run_key=f"auto-{digest}-{held.nonce}",
-                tags={AUTOMATIC_TAG: "true"},
+                tags={AUTOMATIC_TAG: "true", **by_sensor("auto_writeback", f"batch {digest}")},
                 run_config={"ops": {"coverage_writeback": {"config": config}}},
             )
         ]

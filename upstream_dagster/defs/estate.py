@@ -8,7 +8,6 @@ module level, so other areas can launch them.
 
 import json
 import re
-import shutil
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -29,6 +28,7 @@ from upstream_dagster.defs.estate_jobs import (
     estate_refresh_job,
 )
 from upstream_dagster.defs.observations import monitor_checks, profiles_asset
+from upstream_dagster.defs.resources import WAREHOUSE_POOL as POOL
 from upstream_dagster.defs.resources import DataHubResource, UpstreamResource
 from upstream_dagster.demo.generator import TABLES as DEMO_TABLES
 from upstream_dagster.demo.generator import load_warehouse
@@ -38,7 +38,7 @@ from upstream_dagster.services.observe import Node, manifest_nodes
 from upstream_dagster.spec.models import EstateSpec
 from upstream_dagster.warehouse import built_state
 from upstream_dagster.warehouse import duckdb_warehouse as wh
-from upstream_dagster.warehouse.dbt_project import DbtProject
+from upstream_dagster.warehouse.dbt_project import DbtProject, copy_artifacts
 
 # The jobs and names other areas launch or read live apart, so that importing them does not
 # import dagster-dbt (most of a command's start-up): see estate_jobs.
@@ -157,13 +157,6 @@ def _statuses(run_results: Path, keys: dict[str, dg.AssetKey]) -> dict[dg.AssetK
     return out
 
 
-def _copy(src: Path, dst_dir: Path, *names: str) -> None:
-    dst_dir.mkdir(parents=True, exist_ok=True)
-    for name in names:
-        if (src / name).exists():
-            shutil.copy2(src / name, dst_dir / name)
-
-
 def _topological(keys: set[dg.AssetKey], assets_def: dg.AssetsDefinition) -> list[dg.AssetKey]:
     """``keys`` with every key after the keys it depends on (Dagster checks the order)."""
     deps = assets_def.asset_deps
@@ -208,7 +201,8 @@ def estate_defs(
 
     feeds = _feed_assets(sources) if loads_feeds and sources else _external_feeds(sources)
 
-    @dbt_assets(manifest=manifest, dagster_dbt_translator=translator, name="estate_dbt")
+    # a build holds the warehouse: what else opens it waits for the one slot of its pool
+    @dbt_assets(manifest=manifest, dagster_dbt_translator=translator, name="estate_dbt", pool=POOL)
     def estate_dbt(
         context: dg.AssetExecutionContext, dbt: DbtCliResource, upstream: UpstreamResource
     ) -> Iterator[Any]:
@@ -223,7 +217,7 @@ def estate_defs(
             yield event
         settings = upstream.settings()
         # Keep this build's run_results: later dbt commands overwrite them.
-        _copy(invocation.target_path, settings.artifacts_dir, "run_results.json")
+        copy_artifacts(invocation.target_path, settings.artifacts_dir, "run_results.json")
         status = _statuses(settings.artifacts_dir / "run_results.json", keys)
         # dbt skips what is downstream of a failing test or a model that failed to build. Say
         # so, and let the ingestion that follows still run: DataHub must learn of the failure.
@@ -298,6 +292,7 @@ def estate_defs(
 def _feed_assets(sources: dict[dg.AssetKey, str]) -> list[dg.AssetsDefinition]:
     @dg.multi_asset(
         name=RAW_FEEDS,
+        pool=POOL,
         specs=[
             dg.AssetSpec(k, group_name=RAW_FEEDS, description=f"Raw feed: {d}", kinds={"duckdb"})
             for k, d in sources.items()
@@ -351,7 +346,7 @@ def ingest_estate(
     # Freshness before docs: freshness rewrites the manifest without compiled SQL.
     fresh = dbt.cli(["source", "freshness"], manifest=manifest, raise_on_error=False)
     fresh.wait()
-    _copy(fresh.target_path, artifacts, "sources.json")
+    copy_artifacts(fresh.target_path, artifacts, "sources.json")
     observe.restamp_freshness(artifacts / "sources.json")
     docs = dbt.cli(["docs", "generate"], manifest=manifest, raise_on_error=False)
     docs.wait()
@@ -360,7 +355,7 @@ def ingest_estate(
             "`dbt docs generate` produced no catalog.json",
             "run `dbt docs generate` in the deployed project to see why",
         )
-    _copy(docs.target_path, artifacts, "manifest.json", "catalog.json")
+    copy_artifacts(docs.target_path, artifacts, "manifest.json", "catalog.json")
     report = ingest_dbt(datahub.target(), artifacts)
     context.log.info(report.summary())
     for warning in report.warnings[:5]:

@@ -166,7 +166,7 @@ class VerdictSummary:
         return self.concluded and self.remedy not in ("none", "escalate")
 
 
-def _summary(key: str, meta: dict[str, Any]) -> VerdictSummary:
+def summary_of(key: str, meta: dict[str, Any]) -> VerdictSummary:
     return VerdictSummary(
         key,
         str(meta["conclusion"]),
@@ -186,7 +186,7 @@ def verdict(instance: dg.DagsterInstance, key: str) -> VerdictSummary | None:
     ).records
     if not records or records[0].asset_materialization is None:
         return None
-    return _summary(key, _plain(records[0].asset_materialization.metadata))
+    return summary_of(key, _plain(records[0].asset_materialization.metadata))
 
 
 def verdicts(instance: dg.DagsterInstance) -> list[VerdictSummary]:
@@ -196,7 +196,7 @@ def verdicts(instance: dg.DagsterInstance) -> list[VerdictSummary]:
         mat = record.asset_materialization
         if mat is not None and mat.partition and mat.partition not in latest_meta:
             latest_meta[mat.partition] = _plain(mat.metadata)
-    return [_summary(k, m) for k, m in sorted(latest_meta.items())]
+    return [summary_of(k, m) for k, m in sorted(latest_meta.items())]
 
 
 def waiting_verdicts(instance: dg.DagsterInstance, store: GateStore) -> list[VerdictSummary]:

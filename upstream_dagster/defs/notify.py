@@ -19,7 +19,9 @@ from dataclasses import dataclass
 
 import dagster as dg
 
+from upstream_dagster.datahub.incidents import short_id
 from upstream_dagster.defs import journal
+from upstream_dagster.defs.launch import incident_page
 from upstream_dagster.defs.resources import UpstreamResource
 from upstream_dagster.defs.webhook import Late, post_json
 from upstream_dagster.spec.models import Notify
@@ -50,18 +52,20 @@ def waiting(instance: dg.DagsterInstance, upstream: UpstreamResource, ui: str) -
                 f"Coverage batch {digest} waits for approval: {planned.get('proposals')} "
                 f"proposals, conformance {float(planned.get('percent_before', 0)):.1f}% -> "
                 f"{float(planned.get('percent_projected', 0)):.1f}% projected.\n"
-                f"Approve: `upstream approve --all --digest {digest} --reviewer NAME`, or "
-                f"{ui}/jobs/coverage_writeback_job/playground",
+                f"Approve: `upstream approve --all --digest {digest} --reviewer NAME`, or in the "
+                f"UI: {ui}/assets/proposals (its approve link opens coverage_writeback_job "
+                "with the batch filled in)",
             )
         )
     for v in journal.waiting_verdicts(instance, upstream.gate):
+        ident = short_id(v.key)
         out.append(
             Waiting(
                 f"fix-{v.digest}",
-                f"Incident {v.key}: {v.conclusion} (confidence {v.confidence:.2f}). "
+                f"Incident {ident} ({v.key}): {v.conclusion} (confidence {v.confidence:.2f}). "
                 f"The {v.remedy} waits for approval.\n"
-                f"Read it: `upstream show {v.key}`; approve: `upstream approve --incident "
-                f"{v.key} --reviewer NAME`, or {ui}/jobs/incident_writeback_job/playground",
+                f"Read it and approve it: {ui}{incident_page(v.key)}, or `upstream show "
+                f"{ident}` and `upstream approve --incident {ident} --reviewer NAME`",
             )
         )
     for v in journal.verdicts(instance):
@@ -69,9 +73,10 @@ def waiting(instance: dg.DagsterInstance, upstream: UpstreamResource, ui: str) -
             out.append(
                 Waiting(
                     f"abstained-{v.digest}",
-                    f"Incident {v.key} needs a person: the investigation abstained "
-                    f"({v.conclusion}, confidence {v.confidence:.2f}).\n"
-                    f"What would settle it: `upstream show {v.key}`",
+                    f"Incident {short_id(v.key)} ({v.key}) needs a person: the investigation "
+                    f"abstained ({v.conclusion}, confidence {v.confidence:.2f}).\n"
+                    f"What would settle it: {ui}{incident_page(v.key)}, or `upstream show "
+                    f"{short_id(v.key)}`",
                 )
             )
     return out

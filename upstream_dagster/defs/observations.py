@@ -8,7 +8,7 @@ from typing import Any
 
 import dagster as dg
 
-from upstream_dagster.defs.resources import DataHubResource, WarehouseResource
+from upstream_dagster.defs.resources import WAREHOUSE_POOL, DataHubResource, WarehouseResource
 from upstream_dagster.services import observe
 from upstream_dagster.services.observe import Node
 from upstream_dagster.spec.models import EstateSpec, Monitor
@@ -43,6 +43,7 @@ def monitor_checks(
     @dg.multi_asset_check(
         specs=specs,
         name="estate_monitors",
+        pool=WAREHOUSE_POOL,
         can_subset=True,
         description="The monitors block of estate.yaml: deterministic rules over the warehouse, "
         "each reported into DataHub as an assertion with a run event.",
@@ -82,6 +83,7 @@ def profiles_asset(nodes: Sequence[Node], deps: list[Any]) -> dg.AssetsDefinitio
     @dg.asset(
         name="warehouse_profiles",
         deps=deps,
+        pool=WAREHOUSE_POOL,
         group_name="datahub",
         kinds={"datahub", "duckdb"},
         description="Profiles every relation of the estate after each build (rows, NULL share "

@@ -1,5 +1,5 @@
-"""What the assets show a person in the Dagster UI: the batch, receipts and a verdict as
-materialization metadata."""
+"""What the assets show a person in the Dagster UI: violations, receipts and a verdict as
+materialization metadata (the batch: `batch_view`)."""
 
 from __future__ import annotations
 
@@ -8,89 +8,18 @@ from typing import Any
 
 import dagster as dg
 
-from upstream_dagster.conformance.plan import Plan
+from upstream_dagster.datahub.incidents import short_id
 from upstream_dagster.datahub.model import Receipt
 from upstream_dagster.reliability.verdict import Verdict, pull_request_text, rca_markdown
-from upstream_dagster.spec.urns import relation_of, short
+from upstream_dagster.spec.urns import label_of, relation_of, short
 
 
-def proposals_table(batch: Plan) -> str:
-    """The batch as a reviewer reads it, owners, terms and domains by their display names."""
-    rows = [
-        "| id | asset | requirement | proposed value | evidence | risk | price |",
-        "|---|---|---|---|---|---:|---|",
-    ]
-    for p in batch.proposals:
-        price = (
-            f"+{p.price.delta_points:.2f} pts, fixes {p.price.checks_fixed}, breaks "
-            f"{p.price.checks_broken}, {p.price.downstream} downstream "
-            f"({p.price.downstream_top_tier} in the most critical tier)"
-            if p.price
-            else "not priced"
-        )
-        value = batch.shown(p)
-        rows.append(
-            f"| {p.id} | {batch.display(p.asset)} | {p.requirement} | {p.change.kind}: "
-            f"{_cell(value, 240)} | {_cell('; '.join(p.evidence), 600)} | {p.risk:.3f} | "
-            f"{price} |"
-        )
-    return "\n".join(rows)
-
-
-def _table(columns: Sequence[tuple[str, str, str]], rows: list[dict[str, Any]]) -> Any:
+def table_of(columns: Sequence[tuple[str, str, str]], rows: list[dict[str, Any]]) -> Any:
     """A Dagster table: typed columns the UI sorts and shows in full."""
     schema = dg.TableSchema(
         columns=[dg.TableColumn(name, kind, description=about) for name, kind, about in columns]
     )
     return dg.MetadataValue.table(records=[dg.TableRecord(r) for r in rows], schema=schema)
-
-
-PROPOSAL_COLUMNS = (
-    ("id", "string", "Approve or reject by this id"),
-    ("asset", "string", "As DataHub shows it, with its platform"),
-    (
-        "requirement",
-        "string",
-        "The estate.yaml requirement it closes (column_descriptions: documentation carried "
-        "along lineage, which no requirement scores)",
-    ),
-    ("change", "string", "What would be written"),
-    ("value", "string", "The proposed value, by display name"),
-    ("evidence", "string", "Where the value came from in the graph"),
-    ("points", "float", "Conformance points gained, re-scored on a what-if copy"),
-    ("price", "string", "The points explained: checks fixed and broken, blast radius"),
-    ("risk", "float", "The violation's risk (see the violations asset)"),
-)
-
-
-def proposals_records(batch: Plan) -> Any:
-    """The batch as a sortable table, the biggest gain first."""
-    checks = batch.base.overall.checks or 1
-    rows = []
-    for p in sorted(
-        batch.proposals, key=lambda p: (-(p.price.delta_points if p.price else 0), p.id)
-    ):
-        price = (
-            f"+{p.price.delta_points:.2f} pts: fixes {p.price.checks_fixed} of {checks} checks, "
-            f"breaks {p.price.checks_broken}; {p.price.downstream} assets downstream, "
-            f"{p.price.downstream_top_tier} in the most critical tier"
-            if p.price
-            else "not priced"
-        )
-        rows.append(
-            {
-                "id": p.id,
-                "asset": batch.display(p.asset),
-                "requirement": p.requirement,
-                "change": p.change.kind,
-                "value": batch.shown(p),
-                "evidence": "; ".join(p.evidence),
-                "points": round(p.price.delta_points, 3) if p.price else 0.0,
-                "price": price,
-                "risk": round(p.risk, 3),
-            }
-        )
-    return _table(PROPOSAL_COLUMNS, rows)
 
 
 VIOLATION_COLUMNS = (
@@ -117,78 +46,13 @@ def violations_records(ranked: Sequence[Any], label: Any) -> Any:
         }
         for i, v in enumerate(ranked[:500], 1)
     ]
-    return _table(VIOLATION_COLUMNS, rows)
+    return table_of(VIOLATION_COLUMNS, rows)
 
 
-def _cell(text: str, most: int) -> str:
+def one_line(text: str, most: int) -> str:
     """Text fit for a markdown table cell: one line, no pipes, at most ``most`` characters."""
     flat = " ".join(text.replace("|", "/").split())
     return flat if len(flat) <= most else flat[: most - 3] + "..."
-
-
-REMAINING_COLUMNS = (
-    ("asset", "string", "As DataHub shows it, with its platform"),
-    ("tier", "string", "Its tier in estate.yaml"),
-    ("requirement", "string", "What it still does not meet"),
-    ("why", "string", "Why nothing is proposed: the rule that decided and what it found"),
-    ("looked", "string", "Every rule consulted and what each found"),
-)
-
-
-def remaining(result: Plan) -> tuple[str, Any]:
-    """The violations no proposal closes, each with its own reason: markdown and a table."""
-    lines = ["| asset | tier | requirement | why it stays a violation | what each rule found |"]
-    lines.append("|---|---|---|---|---|")
-    rows = []
-    for u in result.unfixable:
-        label = result.display(u.asset)
-        looked = "; ".join(u.looked)
-        lines.append(
-            f"| {label} | {u.tier} | {u.requirement} | {_cell(u.reason, 300)} | "
-            f"{_cell(looked, 600)} |"
-        )
-        rows.append(
-            {"asset": label, "tier": u.tier, "requirement": u.requirement, "why": u.reason,
-             "looked": looked}
-        )  # fmt: skip
-    return "\n".join(lines), _table(REMAINING_COLUMNS, rows)
-
-
-def plan_metadata(result: Plan, nonce: str = "", policy: str = "") -> dict[str, Any]:
-    stays, stays_table = remaining(result)
-    before, after = result.base.overall.percent, result.projected.overall.percent
-    was, will = result.base.descriptions, result.projected.descriptions
-    return {
-        "batch_digest": result.digest,
-        "approval_nonce": nonce,
-        "policy": policy,
-        "proposals": len(result.proposals),
-        "percent_before": dg.MetadataValue.float(before),
-        "percent_projected": dg.MetadataValue.float(after),
-        "projected_delta_points": dg.MetadataValue.float(round(after - before, 2)),
-        "dropped_no_benefit": result.dropped,
-        "deferred_to_next_batch": result.deferred,
-        "unfixable": len(result.unfixable),
-        "batch_table": proposals_records(result),
-        "batch": dg.MetadataValue.md(
-            proposals_table(result)
-            if result.proposals
-            else "No proposals: nothing in the graph can close the "
-            "remaining violations (see `stays_a_violation`)."
-        ),
-        "stays_a_violation": dg.MetadataValue.md(stays),
-        "stays_a_violation_table": stays_table,
-        "descriptions_before": f"{was.documented} documented, {was.generated} generated, "
-        f"{was.missing} missing",
-        "descriptions_projected": f"{will.documented} documented, {will.generated} generated, "
-        f"{will.missing} missing",
-        "approve_with": dg.MetadataValue.md(
-            f"`upstream approve --all --digest {result.digest} --reviewer NAME` or launch the "
-            "`coverage_writeback_job` job "
-            f"with config `batch_digest: {result.digest}`, `nonce: {nonce}`, `approve: [all]`, "
-            "`reviewer: NAME` (and `proof:` from `upstream sign` when approvals are signed)"
-        ),
-    }
 
 
 def receipts_table(receipts: Sequence[tuple[str, Receipt]]) -> str:
@@ -201,58 +65,97 @@ def receipts_table(receipts: Sequence[tuple[str, Receipt]]) -> str:
 
 
 EVIDENCE_COLUMNS = (
-    ("id", "string", "How the RCA cites it: [E3]"),
-    ("kind", "string", "assertion, timeline, profile, run record, lineage, forensic, memory"),
-    ("dataset", "string", "The dataset it is about"),
-    ("column", "string", "The column, when it is about one"),
-    ("claim", "string", "What it says, in full"),
-    ("cited", "bool", "Whether the top hypothesis rests on it"),
+    ("id", "string", "How the RCA cites it ([E3]); a star when the conclusion rests on it"),
+    ("evidence", "string", "What kind it is, and what it says, in full"),
 )
 
 
 def evidence_records(v: Verdict) -> Any:
-    """The evidence ledger as a sortable table: every item, cited by the conclusion or not."""
+    """The evidence ledger in two columns (narrow enough to read in the UI), the items the
+    conclusion rests on first."""
     cited = set(v.top[0].cites) if v.top else set()
+    ledger = sorted(v.ledger, key=lambda e: (e.index not in cited, e.index))
     rows = [
         {
-            "id": f"E{e.index}",
-            "kind": e.kind.replace("_", " "),
-            "dataset": relation_of(e.subject)
-            if e.subject.startswith("urn:li:dataset:")
-            else e.subject,
-            "column": e.column or "",
-            "claim": e.claim,
-            "cited": e.index in cited,
+            "id": f"E{e.index}" + (" *" if e.index in cited else ""),
+            "evidence": f"({e.kind.replace('_', ' ')}) {e.claim}",
         }
-        for e in v.ledger
+        for e in ledger
     ]
-    return _table(EVIDENCE_COLUMNS, rows)
+    return table_of(EVIDENCE_COLUMNS, rows)
 
 
-def verdict_metadata(v: Verdict) -> dict[str, Any]:
+def patch_markdown(v: Verdict) -> str:
+    """The patch as a diff (what approving applies), or why there is none."""
+    if v.remedy.diff:
+        return f"```diff\n{v.remedy.diff.rstrip()}\n```"
+    return f"No patch: {v.remedy.reason or v.remedy.summary}"
+
+
+def _kept(text: str) -> str:
+    stripped = text.lstrip(" ")
+    return "\u00a0" * (len(text) - len(stripped)) + stripped
+
+
+def patch_lines(v: Verdict) -> Any:
+    """The patch a line a row: Dagster shows a table in full where it folds a long Markdown
+    diff behind a button; a long line wraps, and nothing is cut."""
+    lines = v.remedy.diff.rstrip().splitlines() or [patch_markdown(v)]
+    # a diff's indentation is what it says: kept with no-break spaces, which HTML keeps
+    lines = [line[:1] + _kept(line[1:]) for line in lines]
+    return table_of((("diff", "string", "The unified diff approving applies"),),
+                    [{"diff": line} for line in lines])  # fmt: skip
+
+
+def cause_of(v: Verdict) -> str:
+    if not v.cause:
+        return "none: it abstained (see conclusion)"
+    column = f".{v.column}" if v.column else ""
+    return f"{relation_of(v.cause)}{column} ({v.failure_class}) in {label_of(v.cause)}"
+
+
+def verdict_metadata(v: Verdict, approve: str = "") -> dict[str, Any]:
+    """What the incident_verdict asset shows, in the order a reviewer reads it: which incident,
+    the conclusion, the cause, the patch and the evidence; then the arithmetic."""
     top = v.top
+    sim = v.simulation
     return {
+        "id": short_id(v.key),
+        "dataset": label_of(v.symptom),
+        "check": v.key.split("@", 1)[0].partition(":")[2] or v.check.description,
         "conclusion": v.headline(),
-        "confidence": dg.MetadataValue.float(v.confidence),
+        "root_cause": cause_of(v),
+        # as the command line prints it (1.00, not 0.9999): one number on every surface
+        "confidence": f"{v.confidence:.2f}",
+        **({"approve": dg.MetadataValue.md(approve)} if approve else {}),
+        "simulation": (
+            f"{'the check passes' if sim.passed else 'the check still fails'} with the patch: "
+            f"{sim.message}" + (f"; {sim.control_message}" if sim.control_ran else "")
+            if sim.ran
+            else sim.message
+        ),
+        "patch": patch_lines(v),
+        "evidence": evidence_records(v),
+        "owners": ", ".join(short(o) for o in v.owners) or "no owner in DataHub",
+        "blast_radius": ", ".join(label_of(c) for c in v.consumers)
+        or "no dashboard or chart downstream",
+        "confidence_arithmetic": top[1].explain() if top else "no hypothesis cites evidence",
+        "risk": dg.MetadataValue.float(round(v.risk.score, 2)),
+        "risk_arithmetic": v.risk.explain(),
+        "rca": dg.MetadataValue.md(rca_markdown(v)),
+        "pull_request": dg.MetadataValue.md(pull_request_text(v) or "no patch to propose"),
+        "patch_as_markdown": dg.MetadataValue.md(patch_markdown(v)),
         "concluded": v.concluded,
-        "root_cause": v.cause or "none (abstained)",
         "column": v.column or ("none: the cause is a whole dataset" if v.cause else "none"),
         "failure_class": v.failure_class or "none (abstained)",
         "remedy": v.remedy.action,
         "verdict_digest": v.digest,
-        "risk": dg.MetadataValue.float(v.risk.score),
         "datahub_reads": v.reads,
         "memory_used": v.memory_used,
         "hypotheses": len(v.ranked),
-        "confidence_arithmetic": top[1].explain() if top else "no hypothesis cites evidence",
-        "rca": dg.MetadataValue.md(rca_markdown(v)),
-        "evidence": evidence_records(v),
-        "pull_request": dg.MetadataValue.md(pull_request_text(v) or "no patch to propose"),
         "narrator": (
             "wrote the RCA summary from the cited evidence"
             if v.summary
             else "off: the RCA summary is the template (no ANTHROPIC_API_KEY, or see notes)"
         ),
-        "owners_notified": ", ".join(v.owners) or "no owner in DataHub",
-        "blast_radius": ", ".join(v.consumers) or "no dashboard or chart downstream",
     }

@@ -1,33 +1,62 @@
-"""Which step a command's run is in, for the command line's spinner.
+"""What a command's run is doing, for the command line's spinner or its progress lines.
 
 Every job carries a ``progress`` logger besides Dagster's console one. A run the command line
 launches in its own process turns it on (run config ``loggers: progress``); the logger passes
-each step's start to whoever listens here, and the spinner shows it. Runs launched from the UI
-or a sensor never turn it on, and nothing is written anywhere by it."""
+each step's start and each asset it materializes to whoever listens here. A command that runs
+several jobs in turn says which phase it is in (`phase`). Runs launched from the UI or a sensor
+never turn it on, and nothing is written anywhere by it."""
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import NamedTuple
 
 import dagster as dg
 
-_listeners: list[Callable[[str], None]] = []
+
+class Progress(NamedTuple):
+    # "step" (a step started), "asset" (an asset materialized), "phase" (a job began), "wait"
+    # (a step waits for another run to release a pool)
+    kind: str
+    name: str
 
 
-class _StepStarts(logging.Handler):
+_listeners: list[Callable[[Progress], None]] = []
+
+
+def _tell(event: Progress) -> None:
+    for listener in list(_listeners):
+        listener(event)
+
+
+class _Events(logging.Handler):
     def emit(self, record: logging.LogRecord) -> None:
         meta = getattr(record, "dagster_meta", None) or {}
         event = meta.get("dagster_event")
-        if event is not None and event.event_type_value == "STEP_START":
-            for listener in list(_listeners):
-                listener(str(event.step_key or ""))
+        if event is None:
+            return
+        if event.event_type_value == "STEP_START":
+            _tell(Progress("step", str(event.step_key or "")))
+        elif event.event_type_value == "ASSET_MATERIALIZATION" and event.asset_key is not None:
+            _tell(Progress("asset", event.asset_key.to_user_string()))
+        elif event.event_type_value == "ENGINE_EVENT" and "blocked by limit for pool" in (
+            event.message or ""
+        ):  # a step waits for a pool's slot: another run holds the warehouse (a build)
+            pool = (event.message or "").rsplit(" ", 1)[-1]
+            _tell(
+                Progress(
+                    "wait",
+                    f"step {event.step_key} waits its turn: another run holds "
+                    f"the {pool} pool (a build, say) until it finishes",
+                )
+            )
 
 
 def _progress(_: dg.InitLoggerContext) -> logging.Logger:
     log = logging.Logger("upstream.progress", level=logging.DEBUG)
-    log.addHandler(_StepStarts())
+    log.addHandler(_Events())
     return log
 
 
@@ -40,10 +69,23 @@ LOGGERS = {"console": dg.colored_console_logger, "progress": progress_logger}
 
 
 @contextmanager
-def steps(listener: Callable[[str], None]) -> Iterator[None]:
-    """``listener(step_key)`` at each step start of the runs launched inside the block."""
+def watching(listener: Callable[[Progress], None]) -> Iterator[None]:
+    """``listener(event)`` at each step start, asset materialized and phase of the runs
+    launched inside the block."""
     _listeners.append(listener)
     try:
         yield
     finally:
         _listeners.remove(listener)
+
+
+@contextmanager
+def steps(listener: Callable[[str], None]) -> Iterator[None]:
+    """``listener(step_key)`` at each step start of the runs launched inside the block."""
+    with watching(lambda e: listener(e.name) if e.kind == "step" else None):
+        yield
+
+
+def phase(text: str) -> None:
+    """A command that runs several jobs in turn says which one it begins (``text``)."""
+    _tell(Progress("phase", text))

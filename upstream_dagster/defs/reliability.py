@@ -21,8 +21,15 @@ from upstream_dagster.datahub.incidents import (
 from upstream_dagster.datahub.model import AssertionRun
 from upstream_dagster.datahub.signals import is_build_check
 from upstream_dagster.defs.estate_jobs import estate_build_job, estate_refresh_job
+from upstream_dagster.defs.incident_view import approve_markdown, link_to_failing_check
+from upstream_dagster.defs.launch import by_sensor
 from upstream_dagster.defs.presentation import verdict_metadata
-from upstream_dagster.defs.resources import DataHubResource, UpstreamResource, WarehouseResource
+from upstream_dagster.defs.resources import (
+    WAREHOUSE_POOL,
+    DataHubResource,
+    UpstreamResource,
+    WarehouseResource,
+)
 from upstream_dagster.narrator import Narrator
 from upstream_dagster.reliability.remediation import Remedy
 from upstream_dagster.reliability.verdict import Sim, Verdict
@@ -65,6 +72,7 @@ def incident_triage(
     kinds={"datahub", "duckdb"},
     partitions_def=incidents,
     group_name=GROUP,
+    pool=WAREHOUSE_POOL,  # forensic SQL reads the warehouse: it waits for a build
     description="Walks lineage upstream one hop at a time, as it stood before the symptom; "
     "checks each node's assertions, schema timeline, profiles and run records; runs guarded "
     "forensic SQL; states hypotheses that cite the evidence ledger.",
@@ -96,6 +104,7 @@ def incident_evidence(
     kinds={"dbt", "duckdb"},
     partitions_def=incidents,
     group_name=GROUP,
+    pool=WAREHOUSE_POOL,  # the sandbox copies the warehouse: never half-way through a build
     description="Verifies the leading hypothesis's fix before it is believed: copies the "
     "dbt project and warehouse to a sandbox, re-runs the failing check there without the fix "
     "(the control), then applies the patch, rebuilds the affected models and re-runs it again; "
@@ -157,19 +166,18 @@ def incident_verdict(
         records.write(path, record)
         receipt = scribe.raise_incident(graph, v).receipt
     issued = approval.issue(upstream.gate, spec.policies, "fix", v.digest, upstream.pin)
+    link_to_failing_check(context, t, v, receipt.urn)
     return dg.Output(
         v,
         metadata={
-            **verdict_metadata(v),
+            **verdict_metadata(v, approve_markdown(v, issued.nonce, spec.policies)),
             # on a GMS the server names the incident; the receipt carries its URN
             "incident": receipt.urn,
             "incident_written": receipt.written,
-            "record": dg.MetadataValue.path(str(path)),
+            # the file is named by the whole key: its folder is said, never a long path
+            "record": f"{path.parent.name}/ in the state folder, named by the incident key",
             "approval_nonce": issued.nonce,
             "policy": issued.trust.describe(),
-            "approve": "launch incident_writeback_job for this partition with "
-            f"verdict_digest {v.digest} and nonce {issued.nonce}, or "
-            f"`upstream approve --incident {v.key}`",
         },
     )
 
@@ -209,7 +217,15 @@ def failing_assertions(
     newest = max([r.timestamp_ms for r in runs], default=cursor or 0)
     return dg.SensorResult(
         run_requests=[
-            dg.RunRequest(run_key=k, partition_key=k, tags={CHECK_TAG: checks[k]}) for k in new
+            dg.RunRequest(
+                run_key=k,
+                partition_key=k,
+                tags={
+                    CHECK_TAG: checks[k],
+                    **by_sensor("failing_assertions", f"{checks[k]} failed"),
+                },
+            )
+            for k in new
         ],
         dynamic_partitions_requests=[incidents.build_add_request(new)] if new else [],
         cursor=str(newest) if newest else context.cursor,
@@ -238,7 +254,9 @@ def failed_builds(
         return
     context.instance.add_dynamic_partitions("incidents", new)
     for key in new:
-        yield dg.RunRequest(run_key=key, partition_key=key, tags={CHECK_TAG: checks[key]})
+        why = f"run {context.dagster_run.run_id} could not build {checks[key]}"
+        tags = {CHECK_TAG: checks[key], **by_sensor("failed_builds", why)}
+        yield dg.RunRequest(run_key=key, partition_key=key, tags=tags)
 
 
 ASSETS = [incident_triage, incident_evidence, incident_simulation, incident_verdict]

@@ -21,8 +21,10 @@ from pydantic import Field
 
 from upstream_dagster import gate
 from upstream_dagster.datahub import whoami
+from upstream_dagster.datahub.incidents import short_id
 from upstream_dagster.defs import journal
 from upstream_dagster.defs.estate_jobs import estate_refresh_job
+from upstream_dagster.defs.launch import GATE, REVIEWER, by_sensor, tag_run
 from upstream_dagster.defs.reliability import incidents
 from upstream_dagster.defs.resources import (
     AUTOMATIC_TAG,
@@ -89,6 +91,8 @@ def incident_fix(
         policy, request, approval.grounds(store, policy, fixes.subject(v), config.nonce,
                                           upstream.pin)
     )  # fmt: skip
+    decided = {"refuse": "refused"}.get(decision.verdict, decision.verdict)
+    tag_run(context, {GATE: decided, INCIDENT_TAG: v.key})
     if decision.verdict == "refuse":  # a refusal is an answer, not a failed run
         context.log.error(f"refused: {decision.problem}; fix: {decision.fix}")
         return dg.MaterializeResult(
@@ -104,6 +108,7 @@ def incident_fix(
         return dg.MaterializeResult(
             metadata={"result": decision.problem, "rebuild": False, "applied": "nothing"}
         )
+    tag_run(context, {REVIEWER: config.reviewer})
     with writeback_lock(upstream, context, f"incident fix {v.key}") as lock:
         coverage.claim_and_spend(
             store, lock, "fix", v.digest, config.nonce, fixes.claim_key(v), context.run_id,
@@ -156,11 +161,25 @@ def incident_resolution(
         "written": done.writes > 0,
         "pre_images": [w.pre_image.as_json() for w in done.written if w.receipt.written],
     }
+    timing: dict[str, Any] = (
+        {
+            # a number, so the UI plots it over the incidents (a partition each); the same
+            # figure the post-mortem in DataHub gives
+            "time_to_resolve_minutes": dg.MetadataValue.float(round(done.minutes, 1)),
+            "resolved_at": dg.MetadataValue.timestamp(done.resolved_ms / 1000),
+        }
+        if done.resolved
+        else {}
+    )
     return dg.MaterializeResult(
         metadata={
             "resolved": done.resolved,
             "check_after_fix": done.message,
-            "fixed_by_run": fixed_by,
+            **timing,
+            "incident_id": short_id(v.key),
+            "approved_by": approver or "nobody recorded",
+            # a link to the run that applied the fix, not a bare id
+            "fixed_by_run": dg.MetadataValue.dagster_run(fixed_by),
             "writes": done.writes,
             "failed_writes": done.failed,
             "receipts": dg.MetadataValue.md(
@@ -215,12 +234,17 @@ def incident_fix_rebuilds(
         if "result" in meta:  # a dry-run: nothing was applied, nothing to resolve
             return dg.SkipReason(str(meta["result"]))
         return dg.RunRequest(
-            run_key=f"resolve-{run.run_id}", job_name=resolution_job.name, partition_key=key
+            run_key=f"resolve-{run.run_id}",
+            job_name=resolution_job.name,
+            partition_key=key,
+            tags=by_sensor(
+                "incident_fix_rebuilds", f"fix run {run.run_id} changed nothing to build"
+            ),
         )
     return dg.RunRequest(
         run_key=f"rebuild-{run.run_id}",
         job_name=estate_refresh_job.name,
-        tags={INCIDENT_TAG: key},
+        tags={INCIDENT_TAG: key, **by_sensor("incident_fix_rebuilds", f"fix run {run.run_id}")},
     )
 
 
@@ -239,7 +263,12 @@ def incident_rebuilt_resolves(
     key = run.tags.get(INCIDENT_TAG)
     if _driven(run) or not key:
         return dg.SkipReason("not a rebuild for an incident's fix")
-    return dg.RunRequest(run_key=f"resolve-{run.run_id}", partition_key=key)
+    why = f"rebuild run {run.run_id} for the fix"
+    return dg.RunRequest(
+        run_key=f"resolve-{run.run_id}",
+        partition_key=key,
+        tags=by_sensor("incident_rebuilt_resolves", why),
+    )
 
 
 defs = dg.Definitions(

@@ -39,6 +39,10 @@ from upstream_dagster.warehouse.duckdb_warehouse import Warehouse
 # Both write-back assets share one pool of one slot; both write-back jobs carry this tag, which
 # a production run queue limits to one (docs/deploy/dagster.yaml).
 WRITEBACK_POOL = "datahub_writeback"
+# Every step that opens the warehouse takes this pool's one slot (dagster.yaml's default limit):
+# a `plan` while the daemon rebuilds the estate waits its turn, and a build waits for it,
+# instead of one failing on DuckDB's file lock.
+WAREHOUSE_POOL = "warehouse"
 WRITEBACK_TAGS = {"upstream/writeback": "true"}
 AUTOMATIC_TAG = "upstream/automatic"  # set by the auto-approval sensor, never by a person
 TOKEN_ENV = "DATAHUB_GMS_TOKEN"  # the deployment's own DataHub token, read where a run connects
@@ -175,6 +179,18 @@ class ReviewerToken:
     value: str = field(default="", repr=False)
 
 
+class Pickles(PickledObjectFilesystemIOManager):
+    """Asset values pickled in the instance's storage folder, without Dagster's ``path``
+    metadata entry: a partition's path holds its whole key, and one long unbroken value pushes
+    every other value of an asset's metadata past the UI's right edge."""
+
+    def get_metadata(self, context: dg.OutputContext, obj: Any) -> dict[str, Any]:
+        where = "the instance's storage folder, under the asset key"
+        if context.has_asset_partitions:
+            where += " and the partition key"
+        return {"path": dg.MetadataValue.text(where)}
+
+
 def datahub_resource(settings: Settings) -> DataHubResource:
     lite = {"lite_file": str(settings.lite_file), "sdk_home": str(settings.sdk_home)}
     if not os.environ.get("DATAHUB_GMS_URL"):
@@ -237,9 +253,7 @@ def resources(settings: Settings) -> dict[str, dg.ResourceDefinition]:
             ReviewerToken(), "A reviewer's DataHub token: only `upstream approve` carries one"
         ),
         "io_manager": dg.IOManagerDefinition(
-            resource_fn=lambda context: PickledObjectFilesystemIOManager(  # type: ignore[no-untyped-call]
-                base_dir=context.instance.storage_directory()
-            ),
+            resource_fn=lambda context: Pickles(base_dir=context.instance.storage_directory()),  # type: ignore[no-untyped-call]
             config_schema={},
             description="Asset values in the instance's storage folder: fixed, so no launch "
             "can make a run read values from another folder",

@@ -12,6 +12,7 @@ from __future__ import annotations
 import dagster as dg
 
 from upstream_dagster.defs.conformance import datahub_graph, score_job
+from upstream_dagster.defs.launch import LAUNCHED_BY, by_sensor
 
 DATAHUB = dg.AssetKey("datahub")
 VERSION_TAG = "dagster/data_version"  # where Dagster keeps an observation's data version
@@ -27,6 +28,7 @@ observe_schedule = dg.ScheduleDefinition(
     cron_schedule="*/15 * * * *",
     execution_timezone="UTC",
     default_status=dg.DefaultScheduleStatus.RUNNING,
+    tags={LAUNCHED_BY: "schedule:observe_datahub_schedule"},
     description="Observe DataHub every 15 minutes; datahub_changed scores when it changed.",
 )
 
@@ -59,7 +61,13 @@ def datahub_changed(context: dg.SensorEvaluationContext) -> dg.SensorResult | dg
         )
     return dg.SensorResult(
         run_requests=[
-            dg.RunRequest(run_key=f"datahub-{version}", tags={"upstream/trigger": "datahub"})
+            dg.RunRequest(
+                run_key=f"datahub-{version}",
+                tags={
+                    "upstream/trigger": "datahub",
+                    **by_sensor("datahub_changed", f"DataHub moved to {version}"),
+                },
+            )
         ],
         cursor=version,
     )

@@ -92,6 +92,8 @@ class Resolution:
     resolved: bool
     message: str  # the failing check's result after the fix
     written: tuple[Written, ...]  # every write, each with its pre-image
+    minutes: float = 0.0  # from the symptom to its resolution, as the post-mortem says it
+    resolved_ms: int = 0  # when it was resolved (wall time, as DataHub stamps events)
 
     @property
     def writes(self) -> int:
@@ -106,8 +108,9 @@ def resolve(graph: MetadataGraph, v: Verdict, immunize: bool, approved_by: str =
     passed, message = check_passes(graph, v)
     closed = scribe.close_incident(graph, v, passed, message)
     written = [closed]
+    minutes, now = 0.0, clock.observed_ms()
     if passed:
-        minutes = (clock.observed_ms() - v.window.symptom_ms) / 60000
+        minutes = (now - v.window.symptom_ms) / 60000
         # cite the incident by the URN DataHub holds it under (a GMS names it itself)
         incident = closed.receipt.urn if closed.receipt.written else None
         # the datasets between cause and symptom, the symptom, and the dashboards beyond
@@ -121,4 +124,4 @@ def resolve(graph: MetadataGraph, v: Verdict, immunize: bool, approved_by: str =
         written += scribe.tag_blast_radius(graph, v, impacted)
         if immunize:
             written += scribe.guard_assertions(graph, v)
-    return Resolution(passed, message, tuple(written))
+    return Resolution(passed, message, tuple(written), minutes, now if passed else 0)

@@ -57,6 +57,20 @@ def relation_of(urn: str) -> str:
     return ".".join(name.lower().split(".")[-2:])
 
 
+def label_of(urn: str) -> str:
+    """An entity as a reviewer recognises it when no display name was read: its name and
+    platform, ``fct_orders (dbt)``, as the dial and the plan label assets (a dashboard's
+    ``urn:li:dashboard:(looker,sales.revenue)`` reads ``revenue (looker)``)."""
+    if urn.startswith("urn:li:dataset:"):
+        name, platform = dataset_name(urn), platform_of(urn)
+    elif urn.count("(") == 1 and urn.endswith(")") and "," in urn:
+        platform, _, name = urn[urn.index("(") + 1 : -1].partition(",")
+    else:
+        return short(urn)
+    name = name.rsplit(".", 1)[-1]
+    return f"{name} ({platform})" if platform else name
+
+
 def platform_of(urn: str) -> str:
     if PLATFORM in urn:
         rest = urn[urn.index(PLATFORM) + len(PLATFORM) :]

@@ -237,3 +237,11 @@ def unread_test_keys(manifest: dict[str, Any]) -> list[str]:
                         "dbt reads, so these tests never ran (write `data_tests`)"
                     )
     return out
+
+
+def copy_artifacts(src: Path, dst_dir: Path, *names: str) -> None:
+    """dbt's artifacts ``names`` from ``src`` to ``dst_dir`` (those dbt wrote)."""
+    dst_dir.mkdir(parents=True, exist_ok=True)
+    for name in names:
+        if (src / name).exists():
+            shutil.copy2(src / name, dst_dir / name)

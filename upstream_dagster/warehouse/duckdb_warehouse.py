@@ -8,7 +8,8 @@ engine behind it is configuration.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
@@ -34,24 +35,65 @@ def rel(table: str) -> str:
     return ".".join(quote(p) for p in table.split("."))
 
 
+# How long opening the warehouse waits for a process that holds it (a build writing it) before
+# it gives up, and how often it tries again. Dagster steps that use it wait their turn in the
+# `warehouse` pool first; this covers what runs outside a step (a fault applied, an assistant's
+# question) and anything another tool opens.
+WAIT_SECONDS = 900.0
+RETRY_SECONDS = 2.0
+_waiting: list[Callable[[str], None]] = []
+
+
+@contextmanager
+def waiting(listener: Callable[[str], None]) -> Iterator[None]:
+    """``listener(message)`` when an open of the warehouse starts waiting inside the block."""
+    _waiting.append(listener)
+    try:
+        yield
+    finally:
+        _waiting.remove(listener)
+
+
+def _held(exc: duckdb.IOException) -> bool:
+    return "lock" in str(exc).lower()
+
+
+def _open(
+    path: Path, read_only: bool, config: dict[str, str | bool | int | float | list[str]]
+) -> duckdb.DuckDBPyConnection:
+    """The connection, once no other process holds the file (waiting at most WAIT_SECONDS)."""
+    deadline = time.monotonic() + WAIT_SECONDS
+    told = False
+    while True:
+        try:
+            return duckdb.connect(str(path), read_only=read_only, config=config)
+        except duckdb.IOException as exc:
+            if not _held(exc) or time.monotonic() >= deadline:
+                raise UpstreamError(
+                    f"cannot open the warehouse {path}: {exc}",
+                    "another process holds it for writing (a build); run the command again "
+                    "when it has finished",
+                ) from exc
+            if not told:
+                for listener in list(_waiting):
+                    listener(f"waiting for the warehouse: another process holds it ({exc})")
+                told = True
+            time.sleep(RETRY_SECONDS)
+
+
 @contextmanager
 def connect(
     path: Path, *, read_only: bool = True, create: bool = False, external: bool = False
 ) -> Iterator[duckdb.DuckDBPyConnection]:
     """A connection with external access off (no file, no network) unless ``external``: only
-    an estate's own feed script may read files. ``create`` makes a missing warehouse."""
+    an estate's own feed script may read files. ``create`` makes a missing warehouse. While
+    another process holds the file (a build), it waits its turn rather than failing."""
     if not path.exists() and not create:
         raise UpstreamError(f"the warehouse {path} does not exist", "run `make demo` first")
     config: dict[str, str | bool | int | float | list[str]] = (
         {} if external else {"enable_external_access": False}
     )
-    try:
-        con = duckdb.connect(str(path), read_only=read_only, config=config)
-    except duckdb.IOException as exc:
-        raise UpstreamError(
-            f"cannot open the warehouse {path}: {exc}",
-            "another process holds it for writing; wait for the running build to finish",
-        ) from exc
+    con = _open(path, read_only, config)
     try:
         yield con
     finally:
