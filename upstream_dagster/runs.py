@@ -192,7 +192,7 @@ def run_job(
         refresh = job_name == REFRESH_JOB and targeted
         rebuild = rebuilds.plan(settings, job, selection) if refresh else None
         if rebuild is not None:
-            selection, tags[REBUILD_TAG] = rebuild.selection, rebuild.select
+            job, selection, tags[REBUILD_TAG] = rebuilds.subset(job, rebuild), None, rebuild.select
     # The command line shows warnings only; the full log is in the Dagster UI for every run.
     # A loud build failure the caller expects is reported by the caller, not as a traceback.
     level = "CRITICAL" if loud_build_ok else "WARNING"
