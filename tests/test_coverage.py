@@ -239,9 +239,11 @@ def test_concurrent_claims_in_threads_and_processes_let_exactly_one_write(tmp_pa
     ]
     for p in procs:
         p.start()
+    # each answer first (a spawned interpreter can take minutes to start on a loaded
+    # machine), then the processes: the limits only end a hang
+    results = [queue.get(timeout=900) for _ in procs]
     for p in procs:
         p.join(60)
-    results = [queue.get(timeout=10) for _ in procs]
     assert len([r for r in results if r]) == 1
 
 

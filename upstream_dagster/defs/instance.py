@@ -56,13 +56,14 @@ def dagster_instance(settings: Settings) -> dg.DagsterInstance:
     home = settings.dagster_home
     os.environ["DAGSTER_HOME"] = str(home)
     config = home / "dagster.yaml"
-    if str(home) in _opened and config.exists():
-        return _opened[str(home)]
-    home.mkdir(parents=True, exist_ok=True)
     if not config.exists():
+        home.mkdir(parents=True, exist_ok=True)
         config.write_text(DAGSTER_YAML)
-    _opened[str(home)] = dg.DagsterInstance.get()
-    return _opened[str(home)]
+    stat = config.stat()  # a dagster.yaml written anew (another storage) opens anew
+    key = f"{home}:{stat.st_mtime_ns}:{stat.st_size}"
+    if key not in _opened:
+        _opened[key] = dg.DagsterInstance.get()
+    return _opened[key]
 
 
 def run_instance(settings: Settings) -> dg.DagsterInstance:
