@@ -211,6 +211,7 @@ def _claim_in_process(state: str, digest: str, name: str, out: Any) -> None:
         out.put(None)
 
 
+@pytest.mark.slow
 def test_concurrent_claims_in_threads_and_processes_let_exactly_one_write(tmp_path: Path) -> None:
     winners: list[str] = []
     refused: list[str] = []

@@ -40,6 +40,7 @@ def _validated(home: Path) -> dict[str, Any]:
     return dict(config)
 
 
+@pytest.mark.slow
 def test_production_dagster_yaml_passes_dagsters_config_schema(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -61,6 +61,7 @@ def test_a_batch_is_claimed_once_and_its_approval_spent_once(store: GateStore) -
     assert approvals.outstanding(store, "batch", "d1") == newer
 
 
+@pytest.mark.slow
 def test_many_processes_taking_the_write_back_lock_never_overlap(
     store: GateStore, tmp_path: Path
 ) -> None:
@@ -135,6 +136,7 @@ def _expires(store: GateStore) -> float:
         return float(tx.execute("SELECT expires_at FROM upstream_lock")[0][0])
 
 
+@pytest.mark.slow
 def test_a_held_lease_is_renewed_while_its_write_back_runs(store: GateStore) -> None:
     """Counted in renewals, not seconds: the lease is held past the expiry it was taken with
     (the renewer moved it on twice), and nobody else can take it meanwhile."""
