@@ -187,4 +187,3 @@ def _clock_at(days_ago: int) -> Iterator[None]:
             os.environ.pop(clock.CLOCK_ENV, None)
         else:
             os.environ[clock.CLOCK_ENV] = saved
-
