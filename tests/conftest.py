@@ -26,10 +26,12 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     those on another heavy fixture `slow`, so the inner loop (`make test-fast`) can leave them
     out; `make test` runs everything."""
     for item in items:
-        fixtures = set(getattr(item, "fixturenames", ()))
+        callspec = getattr(item, "callspec", None)
+        # a parameter that shares a fixture's name (`estate`: an estate file) is no fixture
+        params = set(callspec.params) if callspec is not None else set()
+        fixtures = set(getattr(item, "fixturenames", ())) - params
         if ESTATE_FIXTURES & fixtures:
             item.add_marker(pytest.mark.estate)
-        callspec = getattr(item, "callspec", None)
         on_postgres = callspec is not None and "postgres" in callspec.id.split("-")
         if SLOW_FIXTURES & fixtures or on_postgres:  # a store fixture's PostgreSQL variant
             item.add_marker(pytest.mark.slow)
