@@ -126,14 +126,14 @@ def nudges(
     """Print the messages the `nudge` sensor sends now, one per item waiting on a person, as
     the webhook in estate.yaml's policies.notify gets them (try them without one)."""
     from upstream_dagster.defs import notify
-    from upstream_dagster.defs.resources import UpstreamResource, gate_db
+    from upstream_dagster.defs.resources import UpstreamResource
 
     settings = settings_mod.load()
     spec = guarded(lambda: load_estate(settings.estate_file))
     base = ui or (spec.policies.notify.ui_url if spec.policies.notify else "")
-    instance = runs.dagster_instance(settings)
-    upstream = UpstreamResource.of(settings, gate_db(settings, instance))
-    found = notify.waiting(instance, upstream, (base or "http://localhost:3000").rstrip("/"))
+    runs_db = instance.dagster_instance(settings)
+    upstream = UpstreamResource.of(settings, instance.gate_db(settings, runs_db))
+    found = notify.waiting(runs_db, upstream, (base or "http://localhost:3000").rstrip("/"))
     for item in found:
         plain(f"--- {item.key}")
         plain(item.text)
