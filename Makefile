@@ -116,7 +116,7 @@ bench-diagnosis: install
 ## The reviewer's commands against `python -c "import dagster"` on this machine (needs a built
 ## demo): median seconds and the ratio, measured in one run.
 bench-cli: install
-	$(BIN)/python -m upstream_dagster.evaluation.bench.cli --rounds 3 score plan queue
+	$(BIN)/python -m upstream_dagster.evaluation.bench.cli --rounds 3 score plan show queue
 
 ## The newcomer's loop, each step timed against `python -c "import dagster"`: demo, plan,
 ## approve, break (scenarios/loud_rename.yaml), investigate, approve the fix, resolved.

@@ -17,14 +17,24 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 ESTATE_FIXTURES = {"built_estate", "estate", "shared_estate"}
+# a PostgreSQL cluster started; the showcase datapack loaded into DataHub Lite
+SLOW_FIXTURES = {"postgres", "showcase_state"}
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Tests that need the demo estate built (dbt build + ingestion) are marked `estate`, so
-    the inner loop (`make test-fast`) can leave them out; `make test` runs everything."""
+    """Tests that need the demo estate built (dbt build + ingestion) are marked `estate`, and
+    those on another heavy fixture `slow`, so the inner loop (`make test-fast`) can leave them
+    out; `make test` runs everything."""
     for item in items:
-        if ESTATE_FIXTURES & set(getattr(item, "fixturenames", ())):
+        callspec = getattr(item, "callspec", None)
+        # a parameter that shares a fixture's name (`estate`: an estate file) is no fixture
+        params = set(callspec.params) if callspec is not None else set()
+        fixtures = set(getattr(item, "fixturenames", ())) - params
+        if ESTATE_FIXTURES & fixtures:
             item.add_marker(pytest.mark.estate)
+        on_postgres = callspec is not None and "postgres" in callspec.id.split("-")
+        if SLOW_FIXTURES & fixtures or on_postgres:  # a store fixture's PostgreSQL variant
+            item.add_marker(pytest.mark.slow)
 
 
 def _env(state: Path) -> dict[str, str]:

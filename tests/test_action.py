@@ -203,6 +203,7 @@ def test_action_launches_the_reliability_job_on_a_real_dagster_webserver(
         assert len(instance.get_run_records(dg.RunsFilter(job_name="reliability"))) == 1
 
 
+@pytest.mark.slow
 def test_loading_the_action_keeps_the_sdk_out_of_home_and_its_telemetry_off(
     tmp_path: Path,
 ) -> None:

@@ -40,6 +40,7 @@ def _upstream(tmp_path: Path) -> UpstreamResource:
     )
 
 
+@pytest.mark.slow
 def test_the_score_assets_read_the_graph_they_are_handed(
     generated: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -40,6 +40,7 @@ def _validated(home: Path) -> dict[str, Any]:
     return dict(config)
 
 
+@pytest.mark.slow
 def test_production_dagster_yaml_passes_dagsters_config_schema(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -73,7 +74,8 @@ def test_config_schema_check_catches_a_mistyped_setting(
 
 def test_writeback_assets_and_jobs_carry_the_limits_the_deployment_enforces() -> None:
     """The pool and the run tag the deployment limits are the ones the write-backs declare."""
-    from upstream_dagster.defs.resources import WRITEBACK_POOL, WRITEBACK_TAGS
+    from upstream_dagster.defs.instance import WRITEBACK_POOL
+    from upstream_dagster.defs.resources import WRITEBACK_TAGS
 
     config = yaml.safe_load(DEPLOY.read_text())
     (limit,) = config["concurrency"]["runs"]["tag_concurrency_limits"]
@@ -114,7 +116,7 @@ def test_postgres_instance_holds_write_backs_to_one_at_a_time(
     pg_home(postgres, tmp_path, monkeypatch)
     instance = dg.DagsterInstance.get()
     assert type(instance.run_storage).__name__ == "PostgresRunStorage"
-    from upstream_dagster.defs.resources import WRITEBACK_POOL
+    from upstream_dagster.defs.instance import WRITEBACK_POOL
 
     subprocess.run(
         [str(Path(sys.executable).with_name("dagster")), "instance", "concurrency", "set",

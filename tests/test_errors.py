@@ -28,6 +28,7 @@ def upstream(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str
     )
 
 
+@pytest.mark.slow
 def test_missing_lite_file_says_to_run_make_demo(tmp_path: Path) -> None:
     with pytest.raises(DataHubUnavailable) as err:
         LiteGraph(tmp_path / "nope.sqlite")
@@ -38,6 +39,7 @@ def test_missing_lite_file_says_to_run_make_demo(tmp_path: Path) -> None:
     assert "Traceback" not in done.stderr
 
 
+@pytest.mark.slow
 def test_corrupt_lite_file_names_the_file_and_how_to_rebuild(tmp_path: Path) -> None:
     bad = tmp_path / "datahub-lite.sqlite"
     bad.write_bytes(b"this is not a database" * 100)
@@ -48,6 +50,7 @@ def test_corrupt_lite_file_names_the_file_and_how_to_rebuild(tmp_path: Path) -> 
     assert done.returncode == 1 and "not a readable DataHub Lite database" in done.stderr
 
 
+@pytest.mark.slow
 def test_unreachable_gms_names_the_url_and_the_settings(tmp_path: Path) -> None:
     url = "http://127.0.0.1:9"  # the discard port: nothing listens there
     done = upstream("summary", env={"UPSTREAM_STATE_DIR": str(tmp_path), "DATAHUB_GMS_URL": url})
@@ -56,6 +59,7 @@ def test_unreachable_gms_names_the_url_and_the_settings(tmp_path: Path) -> None:
     assert "Traceback" not in done.stderr
 
 
+@pytest.mark.slow
 def test_a_password_inside_the_gms_url_is_never_printed(tmp_path: Path) -> None:
     url = "http://upstream:s3cret-pw@127.0.0.1:9"
     done = upstream("summary", env={"UPSTREAM_STATE_DIR": str(tmp_path), "DATAHUB_GMS_URL": url})
@@ -92,6 +96,7 @@ def _fails_in_a_worker(n: int) -> int:
     return n
 
 
+@pytest.mark.slow
 def test_an_error_in_one_worker_comes_back_whole_and_spares_the_case_beside_it() -> None:
     """`upstream eval` runs cases in worker processes: an UpstreamError raised in one must come
     back as itself (problem and fix) without breaking the pool for the others."""
@@ -105,6 +110,6 @@ def test_an_error_in_one_worker_comes_back_whole_and_spares_the_case_beside_it()
     with ProcessPoolExecutor(max_workers=1, mp_context=ctx) as pool:
         broken, fine = pool.submit(_fails_in_a_worker, 1), pool.submit(_fails_in_a_worker, 2)
         with pytest.raises(UpstreamError, match="broke in its worker") as raised:
-            broken.result(timeout=60)
+            broken.result(timeout=900)  # a limit on a hang: a spawned worker starts slowly
         assert raised.value.fix == "read the case's own error"
-        assert fine.result(timeout=60) == 2
+        assert fine.result(timeout=900) == 2

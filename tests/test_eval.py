@@ -142,6 +142,7 @@ def test_the_held_out_suites_cover_both_estates_and_every_kind_of_draw() -> None
     assert all(k == {"classic", "small partial", "coincidence"} for k in kinds.values()), kinds
 
 
+@pytest.mark.slow
 def test_upstream_eval_replay_prints_the_grid_and_the_shipped_suite_meets_its_targets(
     no_datahub: None,
 ) -> None:
@@ -352,6 +353,7 @@ def test_the_grid_reports_a_reliability_table_and_the_expected_calibration_error
     assert "| 0.6-0.8 | 10 | 0.70 | 0.50 |" in table(piled.results)
 
 
+@pytest.mark.slow
 def test_calibration_learns_from_wrong_hypotheses_and_buys_no_certainty_it_has_not_seen() -> None:
     from upstream_dagster.evaluation.calibrate import Sample, fit, report
     from upstream_dagster.reliability.evidence import FEATURES, PRIOR, Score

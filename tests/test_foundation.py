@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import duckdb
+import pytest
 
 from upstream_dagster.demo.generator import load_warehouse
 from upstream_dagster.settings import Settings
@@ -48,6 +49,7 @@ def test_workspace_loads_with_dbt_and_ingest_assets(shared_estate: Settings) -> 
     assert {j.name for j in defs.resolve_all_job_defs()} >= {"estate_build", "estate_refresh"}
 
 
+@pytest.mark.slow
 def test_importing_and_using_datahub_never_writes_to_home(tmp_path: Path) -> None:
     home, state = tmp_path / "home", tmp_path / "state"
     home.mkdir()
@@ -81,6 +83,7 @@ def _digest(warehouse: Path) -> str:
     return digest.hexdigest()
 
 
+@pytest.mark.slow
 def test_pinned_clock_reproduces_the_raw_feeds_to_the_byte(tmp_path: Path) -> None:
     at = datetime(2026, 3, 1, 6, tzinfo=UTC)
     counts = load_warehouse(tmp_path / "a.duckdb", at)

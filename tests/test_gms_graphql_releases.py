@@ -28,6 +28,7 @@ def test_every_release_from_1_0_to_1_7_has_its_schema_kept() -> None:
     assert tuple(_release(n) for n in ALL) == versions.RELEASES
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("release", ALL)
 def test_every_graphql_document_validates_against_each_release_it_is_sent_to(release: str) -> None:
     """A document goes to a release only where it validates; and every gate is needed: below
@@ -52,6 +53,7 @@ def _graphql_exchanges() -> list[tuple[str, dict[str, Any]]]:
     ]
 
 
+@pytest.mark.slow  # each release's GraphQL schema parsed: about a second each
 @pytest.mark.parametrize("release", ALL)
 def test_every_modelled_exchange_is_valid_on_each_release_it_goes_to(release: str) -> None:
     """The variables each modelled exchange sends coerce, and its answer has the shape the
@@ -87,6 +89,7 @@ MONITOR = "urn:li:assertion:upstream-monitor-1"
 FIELD = f"urn:li:schemaField:({LEDGER},amount)"
 
 
+@pytest.mark.slow  # each release's GraphQL schema parsed: about a second each
 @pytest.mark.parametrize("release", ["1.0", "1.3", "1.4", "1.6", "1.7"])
 def test_modelled_the_action_names_a_check_as_the_sensor_does_on_every_release(
     release: str, monkeypatch: pytest.MonkeyPatch

@@ -529,6 +529,7 @@ def _documents() -> dict[str, str]:
     return {**docs, **sent}
 
 
+@pytest.mark.slow
 def test_every_graphql_operation_is_listed_valid_and_under_datahubs_limits() -> None:
     import graphql
 

@@ -15,6 +15,9 @@ from hypothesis import strategies as st
 
 from upstream_dagster.evaluation.bench import hardening
 
+# generated inputs by the hundred, and the hardening bench: seconds of CPU each
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def scratch() -> Iterator[tuple[Path, Path, str]]:

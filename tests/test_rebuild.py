@@ -90,3 +90,69 @@ def test_a_build_that_lacks_a_raw_feed_says_which_and_how_to_load_it(
     assert "dbt seed --full-refresh --select raw_invoices" in fix_for(seed, manifest, Path("."))
     model = [("model.upstream_demo.stg_orders", 'Referenced column "promo_code" not found')]
     assert "fix the model SQL" in fix_for(model, manifest, Path("."))
+
+
+def test_a_refresh_reruns_the_monitors_and_clock_reading_tests_on_what_it_does_not_rebuild(
+    estate: settings_mod.Settings,
+) -> None:
+    """What a targeted refresh skips keeps a current verdict: every estate.yaml monitor runs
+    (its verdict reads the clock and the observation before it, not only the table), and so
+    does a dbt test whose SQL reads the clock; a dbt test on an untouched model does not."""
+    import dagster as dg
+    from dagster_dbt.asset_utils import DAGSTER_DBT_UNIQUE_ID_METADATA_KEY as DBT_ID
+
+    from upstream_dagster.definitions import build
+    from upstream_dagster.defs.estate import node_keys
+    from upstream_dagster.evaluation.breakage import break_estate
+    from upstream_dagster.evaluation.scenario import Scenario
+    from upstream_dagster.runs import dagster_instance
+    from upstream_dagster.warehouse import built_state
+    from upstream_dagster.warehouse.built_state import downstream
+    from upstream_dagster.warehouse.dbt_project import DbtProject
+
+    project = DbtProject.of(estate)
+    manifest = project.manifest()
+    models = {u: p for u, p in manifest["nodes"].items() if u.startswith("model.")}
+    # the feed whose change reaches the fewest models, and a model it does not reach
+    source = min(manifest["sources"], key=lambda s: len(downstream(manifest, {s}) & set(models)))
+    reached = downstream(manifest, {source})
+    aside = sorted(u for u in models if u not in reached)[0]
+    probe = project.project_dir / "tests" / "upstream_probe_reads_the_clock.sql"
+    probe.parent.mkdir(exist_ok=True)
+    probe.write_text(
+        f"select * from {{{{ ref('{models[aside]['name']}') }}}} "
+        "where current_date < date '1970-01-01'\n"
+    )
+    project.parse()
+    # the probe is part of the build on record (its model's table is what it was)
+    built_state.record(project, estate.state_dir, estate.artifacts_dir / "run_results.json", None)
+
+    props = manifest["sources"][source]
+    relation = f"{props['schema']}.{props.get('identifier') or props['name']}"
+    fault = {"kind": "delete_rows", "relation": relation, "fraction": 0.5}
+    scenario = {"name": "t", "faults": [fault], "expect": {"abstain": True}}
+    report = break_estate(estate, Scenario.model_validate(scenario))
+
+    job = build(estate).resolve_job_def("estate_refresh")
+    specs = [s for a in job.asset_layer.asset_graph.assets_defs for s in a.check_specs]
+    monitors = {s.key for s in specs if DBT_ID not in (s.metadata or {})}
+    keys = node_keys(manifest)
+    assert any(keys[u] == m.asset_key for m in monitors for u in models if u not in reached)
+    events = dagster_instance(estate).all_logs(
+        report.run_id, of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION
+    )
+    ran = set()
+    for event in events:
+        data = event.dagster_event.event_specific_data if event.dagster_event else None
+        assert isinstance(data, dg.AssetCheckEvaluation)
+        ran.add(dg.AssetCheckKey(data.asset_key, data.check_name))
+    assert monitors <= ran  # every monitor, on what was rebuilt and on what was not
+    results = json.loads((estate.artifacts_dir / "run_results.json").read_text())["results"]
+    dbt_ran = {r["unique_id"] for r in results}
+    assert aside not in dbt_ran  # the model the fault does not reach was not rebuilt
+    assert any("upstream_probe_reads_the_clock" in u for u in dbt_ran)  # its clock test ran
+    untouched_tests = {
+        u for u, p in manifest["nodes"].items()
+        if u.startswith("test.") and not set(p["depends_on"]["nodes"]) & reached
+    }  # fmt: skip
+    assert untouched_tests and not untouched_tests & dbt_ran

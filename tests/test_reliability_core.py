@@ -654,6 +654,7 @@ def test_the_failing_check_reported_on_its_other_table_is_no_hypothesis() -> Non
     assert [h.cause for h, _ in inv.ranked] == [SRC]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "sql",
     [

@@ -126,6 +126,7 @@ def test_shipped_estate_files_load_and_old_files_without_new_blocks_still_load(
     assert minimal.policies.actuation == "dry-run"  # absent blocks take safe defaults
 
 
+@pytest.mark.slow
 def test_cli_reports_a_bad_estate_without_a_traceback(tmp_path: Path) -> None:
     path = write(tmp_path, GOOD_TIER.format(requirements="      requre_owner: true"))
     done = subprocess.run(

@@ -14,15 +14,17 @@ from pathlib import Path
 
 import dagster as dg
 
-from upstream_dagster.defs.resources import WAREHOUSE_POOL
-from upstream_dagster.runs import HOST_TAG, PID_TAG, dagster_instance
+from upstream_dagster.defs.instance import WAREHOUSE_POOL, run_instance
+from upstream_dagster.runs import HOST_TAG, PID_TAG
 from upstream_dagster.settings import Settings
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_a_plan_started_during_a_build_waits_for_it_then_plans(estate: Settings) -> None:
-    instance = dagster_instance(estate)
+    # the instance as a process that starts runs sees it: its pools made (this test claims a
+    # slot by hand, where a run's step would first give the pool dagster.yaml's default limit)
+    instance = run_instance(estate)
     storage = instance.event_log_storage
     # a build in flight: a run of this host, alive (this test's own process), holding the slot
     build = dg.DagsterRun(

@@ -21,61 +21,16 @@ from upstream_dagster.definitions import CORE_JOBS, build, core
 from upstream_dagster.defs import journal, launch, progress
 from upstream_dagster.defs.estate_jobs import ESTATE_JOBS, REBUILD_TAG, REFRESH_JOB
 from upstream_dagster.defs.estate_jobs import OUTCOME as BUILD_OUTCOME
+from upstream_dagster.defs.instance import EPHEMERAL_ENV as EPHEMERAL_ENV
+from upstream_dagster.defs.instance import dagster_instance as dagster_instance
+from upstream_dagster.defs.instance import gate_store as gate_store
+from upstream_dagster.defs.instance import run_instance
 from upstream_dagster.defs.remediation import DRIVER_TAG, INCIDENT_TAG
-from upstream_dagster.defs.resources import WAREHOUSE_POOL, WRITEBACK_POOL, ReviewerToken, gate_db
+from upstream_dagster.defs.resources import ReviewerToken
 from upstream_dagster.errors import UpstreamError
 from upstream_dagster.reliability.verdict import Verdict
 from upstream_dagster.settings import Settings
 from upstream_dagster.state import approvals, claims
-from upstream_dagster.state.store import GateStore
-
-DAGSTER_YAML = """\
-# Written by Upstream. The embedded default keeps run and event storage in this folder.
-telemetry:
-  enabled: false
-# No "join the community" dialog over the UI a reviewer works in.
-nux:
-  enabled: false
-# One write-back at a time: Upstream's own write-back lock in gate.sqlite serializes them (and
-# keeps each batch at most once); the `datahub_writeback` pool, one slot, is a first line.
-# docs/deploy/dagster.yaml is the production counterpart.
-concurrency:
-  pools:
-    default_limit: 1
-"""
-EPHEMERAL_ENV = "UPSTREAM_DAGSTER_EPHEMERAL"
-_ephemeral: dict[str, dg.DagsterInstance] = {}
-
-
-def dagster_instance(settings: Settings) -> dg.DagsterInstance:
-    if os.environ.get(EPHEMERAL_ENV) == "1":
-        # An evaluation case's throwaway copy of the estate: its runs live in memory (one
-        # instance per state folder, for the life of the process), not in a DAGSTER_HOME that
-        # is deleted with the copy. Saves the run storage's commits on every event.
-        key = str(settings.state_dir)
-        if key not in _ephemeral:
-            _ephemeral[key] = dg.DagsterInstance.ephemeral()
-        return _ephemeral[key]
-    home = settings.dagster_home
-    home.mkdir(parents=True, exist_ok=True)
-    config = home / "dagster.yaml"
-    if not config.exists():
-        config.write_text(DAGSTER_YAML)
-    os.environ["DAGSTER_HOME"] = str(home)
-    instance = dg.DagsterInstance.get()
-    storage = instance.event_log_storage
-    # Create the pools up front: two runs starting together on a pool that does not exist yet
-    # race to create it, and one of them fails.
-    if storage.supports_global_concurrency_limits:
-        for pool in {WRITEBACK_POOL, WAREHOUSE_POOL} - set(storage.get_concurrency_keys()):
-            storage.set_concurrency_slots(pool, 1)
-    return instance
-
-
-def gate_store(settings: Settings) -> GateStore:
-    """The gate's store the runs of this deployment share (see `defs.resources.gate_db`)."""
-    db = gate_db(settings, dagster_instance(settings))
-    return GateStore(db) if db else GateStore.local(settings.state_dir)
 
 
 def failure_message(result: dg.ExecuteInProcessResult) -> str:
@@ -173,7 +128,7 @@ def run_job(
     `UpstreamError` naming what failed. With ``loud_build_ok``, a run whose only failure is the
     build's outcome (dbt could not build a model, and DataHub was told) is returned. A refresh
     rebuilds only what changed unless ``targeted`` is False (all of ``selection``)."""
-    instance = dagster_instance(settings)
+    instance = run_instance(settings)
     defs = core(settings) if job_name in CORE_JOBS else build(settings)
     job = defs.resolve_job_def(job_name)
     release_dead_runs(instance)
@@ -192,7 +147,7 @@ def run_job(
         refresh = job_name == REFRESH_JOB and targeted
         rebuild = rebuilds.plan(settings, job, selection) if refresh else None
         if rebuild is not None:
-            selection, tags[REBUILD_TAG] = rebuild.selection, rebuild.select
+            job, selection, tags[REBUILD_TAG] = rebuilds.subset(job, rebuild), None, rebuild.select
     # The command line shows warnings only; the full log is in the Dagster UI for every run.
     # A loud build failure the caller expects is reported by the caller, not as a traceback.
     level = "CRITICAL" if loud_build_ok else "WARNING"

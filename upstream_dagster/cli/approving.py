@@ -11,20 +11,24 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from upstream_dagster import gate
 from upstream_dagster import settings as settings_mod
 from upstream_dagster.cli.app import app, fail, guarded, lazy, out, plain
 from upstream_dagster.datahub import whoami
 from upstream_dagster.errors import UpstreamError
-from upstream_dagster.services import approval
 from upstream_dagster.spec.loader import load_estate
 from upstream_dagster.spec.models import Policies
-from upstream_dagster.state import approvals, keys
 
 if TYPE_CHECKING:
-    from upstream_dagster import runs
-else:  # imported when a command first uses it
-    runs = lazy("upstream_dagster.runs")
+    from upstream_dagster import gate
+    from upstream_dagster.defs import instance
+    from upstream_dagster.services import approval
+    from upstream_dagster.state import approvals, keys
+else:  # imported when a command first uses them (the gate's signatures load cryptography)
+    instance = lazy("upstream_dagster.defs.instance")
+    gate = lazy("upstream_dagster.gate")
+    approval = lazy("upstream_dagster.services.approval")
+    approvals = lazy("upstream_dagster.state.approvals")
+    keys = lazy("upstream_dagster.state.keys")
 
 TOKEN_ENV = "DATAHUB_REVIEWER_TOKEN"  # where `approve` reads the reviewer's own DataHub token
 
@@ -58,7 +62,7 @@ def prepare(
     token_env: str,
 ) -> Approving:
     """The gate asked here, before anything is launched: a refusal is one line and an exit."""
-    store = guarded(lambda: runs.gate_store(settings))
+    store = guarded(lambda: instance.gate_store(settings))
     held = guarded(lambda: approvals.outstanding(store, subject.kind, subject.digest))
     nonce = held.nonce if held else ""
     policy = gate.policy_digest(policies)
@@ -97,7 +101,7 @@ def trust(
     policy in force, approved as the policy in force asks."""
     settings = settings_mod.load()
     policies = guarded(lambda: load_estate(settings.estate_file)).policies
-    store = guarded(lambda: runs.gate_store(settings))
+    store = guarded(lambda: instance.gate_store(settings))
     state = guarded(lambda: approval.trust_state(store, policies, settings.policy_pin))
     if reviewer is None:
         plain(f"gate store: {store.where}")

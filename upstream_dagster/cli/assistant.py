@@ -15,12 +15,12 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import ToolAnnotations
 
-from upstream_dagster import clock, runs
+from upstream_dagster import clock
 from upstream_dagster.conformance.plan import Plan
 from upstream_dagster.conformance.score import render
 from upstream_dagster.datahub import connected
 from upstream_dagster.datahub.readpath import read_context
-from upstream_dagster.defs import incident_list, journal
+from upstream_dagster.defs import incident_list, instance, journal
 from upstream_dagster.errors import UpstreamError
 from upstream_dagster.services import coverage, scoring
 from upstream_dagster.settings import Settings
@@ -98,7 +98,7 @@ def server(settings: Settings) -> MCPServer:
             spec = load_estate(settings.estate_file)
             ctx = read_context(graph, clock.now_ms())
             dial = scoring.dial_of(graph, spec, ctx)
-            rejected = claims.rejected(runs.gate_store(settings))
+            rejected = claims.rejected(instance.gate_store(settings))
             batch = coverage.replan(ctx, spec, coverage.plan_inputs(settings, rejected))
         wanted = dataset.strip().lower()
 
@@ -123,10 +123,12 @@ def server(settings: Settings) -> MCPServer:
     @app.tool(annotations=READ_ONLY)
     def queue() -> str:
         """Everything waiting on a person: the coverage batch and incident fixes to approve."""
-        instance = runs.dagster_instance(settings)
-        planned = journal.latest(instance, journal.QUEUE)
+        runs_db = instance.dagster_instance(settings)
+        planned = journal.latest(runs_db, journal.QUEUE)
         lines = [line for line in str(planned.get("queue", "")).splitlines() if line.strip()]
-        lines += [f"- {w}" for w in journal.waiting_incidents(instance, runs.gate_store(settings))]
+        lines += [
+            f"- {w}" for w in journal.waiting_incidents(runs_db, instance.gate_store(settings))
+        ]
         return "\n".join(lines) or "Nothing is waiting on a person."
 
     @app.tool(annotations=READ_ONLY)
@@ -134,10 +136,10 @@ def server(settings: Settings) -> MCPServer:
         """An incident's root-cause analysis: cause, confidence, evidence, patch. ``key``: its
         id (the incidents tool lists them), its whole key, or ``latest``."""
         _bounded("key", key, MAX_KEY, "MAX_KEY", "pass an id the incidents tool lists")
-        instance = runs.dagster_instance(settings)
+        runs_db = instance.dagster_instance(settings)
         with _named():
-            key = incident_list.resolve(instance, key)
-        found = journal.verdict(instance, key)
+            key = incident_list.resolve(runs_db, key)
+        found = journal.verdict(runs_db, key)
         if found is None:
             raise ToolError(f"no investigation of {key!r}; list them with the incidents tool")
         return f"{found.conclusion}\n\n{found.rca}"
@@ -146,13 +148,13 @@ def server(settings: Settings) -> MCPServer:
     def incidents() -> str:
         """Every investigated incident, newest first: id, dataset, check, status, age,
         confidence, owner and conclusion."""
-        instance = runs.dagster_instance(settings)
+        runs_db = instance.dagster_instance(settings)
         now = clock.now_ms()
         return (
             "\n".join(
                 f"- {r.id} {r.dataset} {r.check}: {r.status}, {r.age(now)}, confidence "
                 f"{r.confidence:.2f}, owner {r.owner}; {r.conclusion}"
-                for r in incident_list.rows(instance, runs.gate_store(settings))
+                for r in incident_list.rows(runs_db, instance.gate_store(settings))
             )
             or "No incident has been investigated."
         )

@@ -7,7 +7,6 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from upstream_dagster import gate
 from upstream_dagster import settings as settings_mod
 from upstream_dagster.cli.app import app, err, fail, guarded, lazy, out, plain, running, table
 from upstream_dagster.cli.approving import TOKEN_ENV, prepare
@@ -16,10 +15,12 @@ from upstream_dagster.errors import UpstreamError
 from upstream_dagster.spec.loader import load_estate
 
 if TYPE_CHECKING:
-    from upstream_dagster import runs
-    from upstream_dagster.defs import journal
+    from upstream_dagster import gate, runs
+    from upstream_dagster.defs import instance, journal
 else:  # imported when a command first uses them
     runs = lazy("upstream_dagster.runs")
+    gate = lazy("upstream_dagster.gate")
+    instance = lazy("upstream_dagster.defs.instance")
     journal = lazy("upstream_dagster.defs.journal")
 
 
@@ -103,9 +104,9 @@ def print_proposals(records: list[dict[str, Any]], note: str = "") -> None:
 def queue() -> None:
     """Print everything waiting on a person (one queue for every controller)."""
     settings = settings_mod.load()
-    instance = runs.dagster_instance(settings)
-    meta = journal.latest(instance, journal.QUEUE)
-    incidents = journal.waiting_incidents(instance, runs.gate_store(settings))
+    runs_db = instance.dagster_instance(settings)
+    meta = journal.latest(runs_db, journal.QUEUE)
+    incidents = journal.waiting_incidents(runs_db, instance.gate_store(settings))
     if meta:
         for line in str(meta["queue"]).splitlines():
             if line.startswith("- coverage"):
@@ -125,14 +126,14 @@ def nudges(
     """Print the messages the `nudge` sensor sends now, one per item waiting on a person, as
     the webhook in estate.yaml's policies.notify gets them (try them without one)."""
     from upstream_dagster.defs import notify
-    from upstream_dagster.defs.resources import UpstreamResource, gate_db
+    from upstream_dagster.defs.resources import UpstreamResource
 
     settings = settings_mod.load()
     spec = guarded(lambda: load_estate(settings.estate_file))
     base = ui or (spec.policies.notify.ui_url if spec.policies.notify else "")
-    instance = runs.dagster_instance(settings)
-    upstream = UpstreamResource.of(settings, gate_db(settings, instance))
-    found = notify.waiting(instance, upstream, (base or "http://localhost:3000").rstrip("/"))
+    runs_db = instance.dagster_instance(settings)
+    upstream = UpstreamResource.of(settings, instance.gate_db(settings, runs_db))
+    found = notify.waiting(runs_db, upstream, (base or "http://localhost:3000").rstrip("/"))
     for item in found:
         plain(f"--- {item.key}")
         plain(item.text)
@@ -180,7 +181,7 @@ def approve(
         return
     if not all_ and not ids:
         fail(UpstreamError("nothing to approve", "pass --all or --ids ID [--ids ID ...]"))
-    planned = journal.latest(runs.dagster_instance(settings), journal.PROPOSALS)
+    planned = journal.latest(instance.dagster_instance(settings), journal.PROPOSALS)
     current = planned.get("batch_digest")
     if not current:
         fail(UpstreamError("no batch has been planned", "run `upstream plan` first"))

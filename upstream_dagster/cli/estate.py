@@ -27,19 +27,23 @@ from upstream_dagster.cli.app import (
 )
 from upstream_dagster.conformance.score import Dial, render
 from upstream_dagster.datahub import Target, connected
-from upstream_dagster.datahub.spike import PASS
-from upstream_dagster.datahub.spike import spike as run_spike
 from upstream_dagster.errors import UpstreamError
-from upstream_dagster.services import scoring
 from upstream_dagster.spec import load_estate
-from upstream_dagster.warehouse.dbt_project import DbtProject, unread_test_keys
 
 if TYPE_CHECKING:
     from upstream_dagster import runs
     from upstream_dagster.datahub import ingest
+    from upstream_dagster.datahub import spike as spike_surfaces
+    from upstream_dagster.defs import instance
+    from upstream_dagster.services import scoring
+    from upstream_dagster.warehouse import dbt_project
 else:  # imported when a command first uses them
     runs = lazy("upstream_dagster.runs")
+    instance = lazy("upstream_dagster.defs.instance")
     ingest = lazy("upstream_dagster.datahub.ingest")
+    scoring = lazy("upstream_dagster.services.scoring")
+    dbt_project = lazy("upstream_dagster.warehouse.dbt_project")
+    spike_surfaces = lazy("upstream_dagster.datahub.spike")
 
 
 @app.command()
@@ -63,10 +67,12 @@ def _build_and_score(settings: settings_mod.Settings) -> None:
     guarded(lambda: load_estate(settings.estate_file))  # a bad file fails here, file:line, fix
 
     def build() -> runs.Scored:
-        project = DbtProject.of(settings)
+        project = dbt_project.DbtProject.of(settings)
         project.deploy()
         project.parse()
-        for line in unread_test_keys(project.manifest()):  # dbt itself says nothing of these
+        for line in dbt_project.unread_test_keys(
+            project.manifest()
+        ):  # dbt itself says nothing of these
             err.print(f"[yellow]warning:[/] {line}")
         with running("building the estate (raw feeds -> dbt build -> DataHub)"):
             runs.run_job(settings, "estate_build")
@@ -145,7 +151,7 @@ def spike(
         else:
             with connected(target) as graph:
                 server = graph.server
-                surfaces = run_spike(graph)
+                surfaces = spike_surfaces.spike(graph)
     except UpstreamError as exc:
         fail(exc)
     hint = "" if target.gms_url else " (set DATAHUB_GMS_URL for a server)"
@@ -156,7 +162,7 @@ def spike(
     for s in surfaces:
         table.add_row(s.name, s.operation, f"[{colour[s.result]}]{s.result}[/]", s.detail)
     out.print(table)
-    passed = sum(s.result == PASS for s in surfaces)
+    passed = sum(s.result == spike_surfaces.PASS for s in surfaces)
     out.print(f"{passed}/{len(surfaces)} surfaces PASS")
     if record is not None:
         out.print(f"every exchange recorded in {record}: see docs/datahub.md for where to send it")
@@ -195,7 +201,7 @@ def load_datapack(path: Annotated[Path, typer.Argument(help=DATAPACK_HELP)]) -> 
 def ui(port: Annotated[int, typer.Option(help="Port for the Dagster UI.")] = 3000) -> None:
     """Start the Dagster UI (webserver and daemon) on this code location."""
     settings = settings_mod.load()
-    runs.dagster_instance(settings)
+    instance.run_instance(settings)
     cmd = [
         str(Path(sys.executable).with_name("dagster")),
         "dev",

@@ -9,7 +9,6 @@ import typer
 
 from upstream_dagster import settings as settings_mod
 from upstream_dagster.cli.app import app, guarded, lazy, out, plain, running
-from upstream_dagster.evaluation.scenario import load_scenario
 
 if TYPE_CHECKING:
     from upstream_dagster import healing
@@ -28,6 +27,8 @@ def break_(
 ) -> None:
     """Apply a scenario's faults to the warehouse, rebuild, and re-ingest into DataHub."""
     settings = settings_mod.load()
+    from upstream_dagster.evaluation.scenario import load_scenario  # sqlglot: only here
+
     sc = guarded(lambda: load_scenario(scenario))
 
     def run() -> breakage.BreakReport:

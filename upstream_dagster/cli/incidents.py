@@ -6,26 +6,35 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.markdown import Markdown
 from rich.text import Text
 
-from upstream_dagster import clock, gate
+from upstream_dagster import clock
 from upstream_dagster import settings as settings_mod
 from upstream_dagster.cli.app import app, err, fail, guarded, lazy, out, plain, running, table
 from upstream_dagster.cli.approving import TOKEN_ENV, prepare
 from upstream_dagster.datahub import Target, connected
-from upstream_dagster.datahub.incidents import failing_now, named, short_id
 from upstream_dagster.errors import UpstreamError
 from upstream_dagster.spec.loader import load_estate
-from upstream_dagster.state import approvals, keys
 
 if TYPE_CHECKING:
-    from upstream_dagster import runs
-    from upstream_dagster.defs import incident_list, journal
+    from upstream_dagster import gate, runs
+    from upstream_dagster.defs import incident_list, instance, journal
+    from upstream_dagster.state import approvals, keys
 else:  # imported when a command first uses them
     runs = lazy("upstream_dagster.runs")
+    gate = lazy("upstream_dagster.gate")
+    approvals = lazy("upstream_dagster.state.approvals")
+    keys = lazy("upstream_dagster.state.keys")
+    instance = lazy("upstream_dagster.defs.instance")
     journal = lazy("upstream_dagster.defs.journal")
     incident_list = lazy("upstream_dagster.defs.incident_list")
+
+
+def short_id(key: str) -> str:
+    """An incident's short id (`datahub.incidents.short_id`, imported when first needed)."""
+    from upstream_dagster.datahub.incidents import short_id as of
+
+    return of(key)
 
 
 @app.command()
@@ -39,6 +48,8 @@ def investigate(
     settings = settings_mod.load()
 
     def failing() -> list[str]:
+        from upstream_dagster.datahub.incidents import failing_now, named
+
         with connected(Target.of(settings)) as graph:
             return list(named(graph, failing_now(graph, urn)))
 
@@ -58,7 +69,7 @@ def investigate(
             f"{v.reads} DataHub reads, remedy {v.remedy.action}",
             highlight=False,
         )
-        summary = journal.verdict(runs.dagster_instance(settings), key)
+        summary = journal.verdict(instance.dagster_instance(settings), key)
         if summary is not None:
             print_rca(summary)
 
@@ -68,6 +79,8 @@ def print_rca(summary: journal.VerdictSummary) -> None:
     arithmetic, the evidence, the patch, and what approving will do. On a terminal the prose is
     rendered; the patch is never wrapped into another shape or cut, and into a pipe or a file
     every line goes as it is."""
+    from rich.markdown import Markdown
+
     text = summary.rca or "(no analysis recorded)"
     if not out.is_terminal:
         plain(text)
@@ -123,8 +136,8 @@ def print_diff(diff: str) -> None:
 
 def resolved(settings: settings_mod.Settings, given: str) -> str:
     """The incident key a person named: a key, a short id, or `latest`."""
-    instance = runs.dagster_instance(settings)
-    return guarded(lambda: incident_list.resolve(instance, given))
+    runs_db = instance.dagster_instance(settings)
+    return guarded(lambda: incident_list.resolve(runs_db, given))
 
 
 @app.command()
@@ -137,7 +150,7 @@ def show(
     """Print an incident's root-cause analysis: cause, confidence, evidence, patch, approval."""
     settings = settings_mod.load()
     key = resolved(settings, key)
-    summary = journal.verdict(runs.dagster_instance(settings), key)
+    summary = journal.verdict(instance.dagster_instance(settings), key)
     if summary is None:
         fail(UpstreamError(f"no investigation of {key!r}", "run `upstream investigate`"))
     plain(f"{short_id(summary.key)}  {summary.key}")
@@ -149,8 +162,8 @@ def show(
 def list_incidents() -> None:
     """Every investigated incident: id, dataset, check, status, age, confidence and owner."""
     settings = settings_mod.load()
-    instance = runs.dagster_instance(settings)
-    found = guarded(lambda: incident_list.rows(instance, runs.gate_store(settings)))
+    runs_db = instance.dagster_instance(settings)
+    found = guarded(lambda: incident_list.rows(runs_db, instance.gate_store(settings)))
     if not found:
         out.print("No incident has been investigated: `upstream investigate` looks for them.")
         return
@@ -174,7 +187,7 @@ def approve_incident(
     token_env: str = TOKEN_ENV,
 ) -> None:
     key = resolved(settings, key)
-    summary = journal.verdict(runs.dagster_instance(settings), key)
+    summary = journal.verdict(instance.dagster_instance(settings), key)
     if summary is None:
         fail(UpstreamError(f"no verdict for incident {key}", "run `upstream investigate` first"))
     policies = guarded(lambda: load_estate(settings.estate_file)).policies
@@ -238,7 +251,7 @@ def sign(
     settings = settings_mod.load()
     policies = guarded(lambda: load_estate(settings.estate_file)).policies
     if nonce is None:
-        store = guarded(lambda: runs.gate_store(settings))
+        store = guarded(lambda: instance.gate_store(settings))
         held = guarded(lambda: approvals.outstanding(store, kind, digest))
         if held is None:
             fail(UpstreamError(

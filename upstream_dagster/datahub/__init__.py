@@ -13,8 +13,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from upstream_dagster.datahub import _sdk
-from upstream_dagster.datahub.gms import GmsGraph
-from upstream_dagster.datahub.lite import LiteGraph
 from upstream_dagster.datahub.protocol import MetadataGraph
 from upstream_dagster.errors import DataHubUnavailable, UpstreamError, redact
 from upstream_dagster.settings import Settings
@@ -51,8 +49,14 @@ def open_graph(target: Target | Settings, *, create: bool = False) -> MetadataGr
                 "point UPSTREAM_STATE_DIR at a folder (it is created if missing)",
             )
     _sdk.prepare(where.sdk_home)
+    # Each backend is imported when it is opened: a command that only reads Dagster's journal
+    # (queue, show) never pays for either.
     if where.gms_url:
+        from upstream_dagster.datahub.gms import GmsGraph
+
         return GmsGraph(where.gms_url, where.gms_token)
+    from upstream_dagster.datahub.lite import LiteGraph
+
     return LiteGraph(where.lite_file, create=create)
 
 

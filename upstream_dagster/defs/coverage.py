@@ -17,12 +17,11 @@ from upstream_dagster.conformance.plan import Plan
 from upstream_dagster.datahub import whoami
 from upstream_dagster.defs import journal
 from upstream_dagster.defs.batch_view import plan_metadata
+from upstream_dagster.defs.instance import WAREHOUSE_POOL, WRITEBACK_POOL
 from upstream_dagster.defs.launch import BATCH, GATE, REVIEWER, by_sensor, tag_run
 from upstream_dagster.defs.presentation import receipts_table
 from upstream_dagster.defs.resources import (
     AUTOMATIC_TAG,
-    WAREHOUSE_POOL,
-    WRITEBACK_POOL,
     WRITEBACK_TAGS,
     DataHubResource,
     ReviewerToken,

@@ -24,11 +24,11 @@ from upstream_dagster.datahub import whoami
 from upstream_dagster.datahub.incidents import short_id
 from upstream_dagster.defs import journal
 from upstream_dagster.defs.estate_jobs import estate_refresh_job
+from upstream_dagster.defs.instance import WRITEBACK_POOL
 from upstream_dagster.defs.launch import GATE, REVIEWER, by_sensor, tag_run
 from upstream_dagster.defs.reliability import incidents
 from upstream_dagster.defs.resources import (
     AUTOMATIC_TAG,
-    WRITEBACK_POOL,
     WRITEBACK_TAGS,
     DataHubResource,
     ReviewerToken,

@@ -29,6 +29,8 @@ from dagster._core.storage.fs_io_manager import PickledObjectFilesystemIOManager
 from pydantic import Field
 
 from upstream_dagster.datahub import MetadataGraph, Target, connected
+from upstream_dagster.defs.instance import WAREHOUSE_POOL as WAREHOUSE_POOL
+from upstream_dagster.defs.instance import gate_db
 from upstream_dagster.settings import Settings
 from upstream_dagster.spec import EstateSpec, load_estate
 from upstream_dagster.state import lease
@@ -36,13 +38,8 @@ from upstream_dagster.state.store import GateStore
 from upstream_dagster.warehouse.dbt_project import DbtProject
 from upstream_dagster.warehouse.duckdb_warehouse import Warehouse
 
-# Both write-back assets share one pool of one slot; both write-back jobs carry this tag, which
-# a production run queue limits to one (docs/deploy/dagster.yaml).
-WRITEBACK_POOL = "datahub_writeback"
-# Every step that opens the warehouse takes this pool's one slot (dagster.yaml's default limit):
-# a `plan` while the daemon rebuilds the estate waits its turn, and a build waits for it,
-# instead of one failing on DuckDB's file lock.
-WAREHOUSE_POOL = "warehouse"
+# Both write-back jobs carry this tag (and share the pool `instance.WRITEBACK_POOL`), which a
+# production run queue limits to one (docs/deploy/dagster.yaml).
 WRITEBACK_TAGS = {"upstream/writeback": "true"}
 AUTOMATIC_TAG = "upstream/automatic"  # set by the auto-approval sensor, never by a person
 TOKEN_ENV = "DATAHUB_GMS_TOKEN"  # the deployment's own DataHub token, read where a run connects
@@ -209,17 +206,6 @@ def writeback_lock(
         purpose,
         on_wait=lambda holder: context.log.info(f"waiting for {holder.describe()}"),
     )
-
-
-def gate_db(settings: Settings, instance: dg.DagsterInstance | None) -> str:
-    """The gate's store for runs on ``instance``: UPSTREAM_GATE_DB when the deployment sets it,
-    else the PostgreSQL database Dagster's own storage uses (every run pod of a cluster sees
-    it), else "" (gate.sqlite in the state folder, for one machine)."""
-    if settings.gate_db:
-        return settings.gate_db
-    storage = getattr(instance, "run_storage", None) if instance is not None else None
-    url = getattr(storage, "postgres_url", None)
-    return str(url) if url else ""
 
 
 def fixed(value: Any, description: str) -> dg.ResourceDefinition:

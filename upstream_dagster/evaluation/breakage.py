@@ -1,5 +1,5 @@
-"""`upstream break` and `upstream heal`: apply a scenario to the warehouse and let the estate's
-own jobs carry it into DataHub; restore the clean estate, keeping what Upstream learned.
+"""`upstream break`: apply a scenario to the warehouse and let the estate's own refresh carry it
+into DataHub (`upstream heal`, which undoes it, is `upstream_dagster.healing`).
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ from upstream_dagster import clock, runs
 from upstream_dagster.datahub import Target, connected
 from upstream_dagster.datahub.model import SearchQuery, assertion_properties
 from upstream_dagster.datahub.protocol import MetadataGraph
-from upstream_dagster.datahub.signals import forget_memory
 from upstream_dagster.definitions import build
 from upstream_dagster.errors import UpstreamError
 from upstream_dagster.evaluation.faults import apply_faults, model_sql
@@ -28,8 +27,6 @@ from upstream_dagster.settings import Settings
 from upstream_dagster.spec.loader import load_estate
 from upstream_dagster.warehouse import duckdb_warehouse as wh
 from upstream_dagster.warehouse.dbt_project import DbtProject
-
-MEMORY_PROPERTIES = ("fragilityScore", "lastRootCause", "mttrMinutes", "knownFailureModes")
 
 
 @dataclass(frozen=True)
@@ -190,20 +187,3 @@ def _clock_at(days_ago: int) -> Iterator[None]:
             os.environ.pop(clock.CLOCK_ENV, None)
         else:
             os.environ[clock.CLOCK_ENV] = saved
-
-
-def heal_estate(settings: Settings, forget: bool = False) -> int:
-    """Rebuild the clean estate through the estate_build job; forget memory when asked.
-
-    The deployed dbt project is re-deployed from the tracked one first, so a fix applied to the
-    deployed copy does not hide the next occurrence. Returns the memory properties removed.
-    """
-    project = DbtProject.of(settings)
-    project.deploy(force=True)
-    project.parse()
-    runs.run_job(settings, "estate_build")
-    (settings.state_dir / "scenario.json").unlink(missing_ok=True)
-    if not forget:
-        return 0
-    with connected(Target.of(settings)) as graph:
-        return sum(1 for w in forget_memory(graph, MEMORY_PROPERTIES) if w.receipt.written)

@@ -25,14 +25,14 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from upstream_dagster import runs
+from upstream_dagster import healing, runs
 from upstream_dagster import settings as settings_mod
 from upstream_dagster.datahub import Target, connected
 from upstream_dagster.datahub.assertions import assertion_label
 from upstream_dagster.datahub.incidents import check_name, failing_now, incident_key, named
 from upstream_dagster.datahub.model import AssertionRun, assertion_properties
 from upstream_dagster.errors import UpstreamError
-from upstream_dagster.evaluation.breakage import break_estate, heal_estate
+from upstream_dagster.evaluation.breakage import break_estate
 from upstream_dagster.evaluation.grid import Result
 from upstream_dagster.evaluation.replay import replay
 from upstream_dagster.evaluation.scenario import Scenario, Trigger, load_scenario
@@ -191,7 +191,9 @@ def run_case(settings: Settings, scenario: Scenario, reviewer: str) -> list[Outc
     occurrences = scenario.occurrences
     for n, occ in enumerate(occurrences, start=1):
         if n > 1 and occ.faults == occurrences[0].faults:
-            heal_estate(settings)  # the same faults again need a clean estate to break
+            # The same faults again need a clean estate to break: `upstream heal`, which
+            # rebuilds what the fault and the fix changed and reloads a reshaped seed.
+            healing.heal(settings)
         break_estate(settings, occ)
         key = failing_check(settings, occ)
         outcome = None

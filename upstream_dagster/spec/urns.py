@@ -6,6 +6,7 @@ from __future__ import annotations
 import fnmatch
 import re
 from collections.abc import Mapping
+from functools import lru_cache
 
 PREFIX = {
     "domains": "urn:li:domain:",
@@ -99,6 +100,7 @@ def dbt_urn(database: str, schema: str, name: str) -> str:
     return f"urn:li:dataset:({PLATFORM}dbt,{database}.{schema}.{name},PROD)"
 
 
+@lru_cache(maxsize=1 << 16)  # what-if scoring asks the same pairs once per simulated change
 def name_matches(urn: str, pattern: str) -> bool:
     """Glob over the dataset name's trailing parts: `fct_*` matches the table name,
     `marts.fct_*` the schema and table, `warehouse.marts.fct_*` all three. DataHub search

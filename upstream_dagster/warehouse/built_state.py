@@ -7,6 +7,11 @@ plus the models the build left stale (failed, skipped, or not selected although 
 A later refresh compares the project and the warehouse with that record: what differs is
 rebuilt with everything downstream of it, dbt's ``<node>+`` (a changed macro counts as the
 nodes that call it). No record, or a changed materialization, means a full build.
+
+What a refresh skips is what it would have rebuilt to the same result: a node's table (and a
+dbt test's verdict) is a function of its code and its parents' tables, both unchanged, unless
+its code reads the clock (`reads_clock`): such a model counts as changed on every refresh,
+and such a test is run again (`defs.rebuild`).
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from __future__ import annotations
 import csv
 import hashlib
 import json
+import re
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -27,6 +33,13 @@ RECORD = "built.json"
 BUILT = ("model", "seed", "snapshot")  # what a dbt build writes to the warehouse
 BUILT_PREFIXES = tuple(f"{kind}." for kind in BUILT)
 INPUTS = ("source", "seed")  # what it reads that something else may have changed
+# SQL (or a dbt context variable) whose value is the time of the run, in the dialects dbt
+# adapters speak: a node that reads one can change with no change to its code or its parents.
+CLOCK = re.compile(
+    r"\b(current_(timestamp|date|time)|localtimestamp|localtime|run_started_at|now\s*\(|"
+    r"getdate\s*\(|sysdate|systimestamp|today\s*\()",
+    re.IGNORECASE,
+)
 
 
 @dataclass(frozen=True)
@@ -76,6 +89,23 @@ def _macro_users(manifest: dict[str, Any], before: dict[str, str]) -> set[str] |
         bad |= more
     uses = {u: (p.get("depends_on") or {}).get("macros") or [] for u, p in _all(manifest).items()}
     return {u for u, used in uses.items() if set(used) & bad}
+
+
+def reads_clock(manifest: dict[str, Any]) -> set[str]:
+    """The nodes (models, snapshots, tests) whose code reads the clock, directly or through
+    a macro they call (dbt's own ``current_timestamp()`` included)."""
+    macros = manifest.get("macros") or {}
+    clocked = {k for k, m in macros.items() if CLOCK.search(str(m.get("macro_sql") or ""))}
+    calls = {k: set((m.get("depends_on") or {}).get("macros") or []) for k, m in macros.items()}
+    while more := {k for k, c in calls.items() if k not in clocked and c & clocked}:
+        clocked |= more
+    out = set()
+    for uid, props in manifest["nodes"].items():
+        used = set((props.get("depends_on") or {}).get("macros") or [])
+        code = str(props.get("raw_code") or "")
+        if props["resource_type"] != "seed" and (CLOCK.search(code) or used & clocked):
+            out.add(uid)
+    return out
 
 
 def fingerprints(warehouse: Path, manifest: dict[str, Any]) -> dict[str, str]:
@@ -145,6 +175,7 @@ def changed(project: DbtProject, built: Built | None) -> set[str] | None:
     with wh.connect(project.warehouse) as con:
         present = set(wh.relations(con))
     out |= {u for u, p in everything.items() if _builds_table(p) and relation(p) not in present}
+    out |= {u for u in reads_clock(manifest) if not u.startswith(("test.", "unit_test."))}
     for uid in [u for u in out if u.startswith(("test.", "unit_test."))]:
         out.discard(uid)
         out |= set((everything.get(uid, {}).get("depends_on") or {}).get("nodes") or [])

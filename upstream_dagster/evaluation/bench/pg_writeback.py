@@ -18,7 +18,8 @@ from typing import Any
 import dagster as dg
 import yaml
 
-from upstream_dagster.defs.resources import WRITEBACK_POOL, WRITEBACK_TAGS, gate_db
+from upstream_dagster.defs.instance import WRITEBACK_POOL, gate_db
+from upstream_dagster.defs.resources import WRITEBACK_TAGS
 from upstream_dagster.settings import PROJECT_ROOT, load
 from upstream_dagster.state import lease
 from upstream_dagster.state.store import GateStore
