@@ -72,19 +72,7 @@ def test_vendor_drift_from_sensor_to_resolved_incident(estate: settings_mod.Sett
     ) == 0
 
     # the terminal shows the whole analysis a reviewer approves, not only a key and a number
-    import os
-    import subprocess
-    import sys
-
-    shown = subprocess.run(
-        [sys.executable, "-m", "upstream_dagster.cli", "show", outcome.key],
-        cwd=ROOT,
-        env=dict(os.environ),
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert shown.returncode == 0, shown.stderr[-2000:]
+    shown = _cli("show", outcome.key)
     for part in (
         "Why Upstream believes it",
         "Confidence:",
@@ -92,18 +80,18 @@ def test_vendor_drift_from_sensor_to_resolved_incident(estate: settings_mod.Sett
         "upstream_renamed_column",  # the patch diff
         f"upstream approve --incident {short_id(outcome.key)}",  # by its short id
     ):
-        assert part in shown.stdout, part
+        assert part in shown, part
 
     # piped to a file, nothing is cut: the patch's added line is whole, however long
     (added,) = [line for line in v.remedy.diff.splitlines() if "feed, upstream_renamed_col" in line]
-    assert len(added) > 100 and added in shown.stdout.splitlines()
+    assert len(added) > 100 and added in shown.splitlines()
     # an incident has a short id, taken wherever a key is; `upstream incidents` lists them
     ident = short_id(outcome.key)
     listed = _cli("incidents")
     (row,) = [line for line in listed.splitlines() if line.strip().startswith(ident)]
     assert "agg_daily_revenue (dbt)" in row and "open: fix awaits approval" in row, listed
     assert "1.00" in row and "alice" in row and "urn:li" not in row  # confidence, owner
-    assert _cli("show", ident[:4]) == _cli("show", "latest") == shown.stdout
+    assert _cli("show", ident[:4]) == _cli("show", "latest") == shown
     # the failing check in Dagster links to its incident: one click from the red check
     failing = _failing_check(estate, instance)
     assert failing.metadata["incident_id"].value == ident

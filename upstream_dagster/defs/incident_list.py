@@ -18,6 +18,7 @@ from upstream_dagster.state.store import GateStore
 
 LATEST = "latest"
 MIN_PREFIX = 4  # characters of a short id a person may type
+SCANNED = 500  # the latest verdicts and resolutions read
 
 
 @dataclass(frozen=True)
@@ -69,19 +70,10 @@ def _parts(key: str) -> tuple[str, str]:
     return dataset, check
 
 
-def _latest_by_partition(instance: dg.DagsterInstance, key: dg.AssetKey) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for record in instance.fetch_materializations(key, limit=500).records:
-        mat = record.asset_materialization
-        if mat is not None and mat.partition and mat.partition not in out:
-            out[mat.partition] = {k: v.value for k, v in mat.metadata.items()}
-    return out
-
-
 def rows(instance: dg.DagsterInstance, store: GateStore) -> list[IncidentRow]:
     """Every investigated incident, the newest first."""
-    verdicts = _latest_by_partition(instance, journal.VERDICT)
-    resolutions = _latest_by_partition(instance, journal.RESOLUTION)
+    verdicts = journal.by_partition(instance, journal.VERDICT, SCANNED)
+    resolutions = journal.by_partition(instance, journal.RESOLUTION, SCANNED)
     out = []
     for key, meta in verdicts.items():
         v = journal.summary_of(key, meta)
@@ -149,12 +141,7 @@ def resolve(instance: dg.DagsterInstance, given: str) -> str:
 
 def _investigated(instance: dg.DagsterInstance) -> list[str]:
     """Investigated incident keys, the one investigated last first."""
-    seen: list[str] = []
-    for record in instance.fetch_materializations(journal.VERDICT, limit=500).records:
-        mat = record.asset_materialization
-        if mat is not None and mat.partition and mat.partition not in seen:
-            seen.append(mat.partition)
-    return seen
+    return list(journal.by_partition(instance, journal.VERDICT, SCANNED))
 
 
 def _closed(resolution: dict[str, Any]) -> int:

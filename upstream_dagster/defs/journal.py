@@ -189,14 +189,22 @@ def verdict(instance: dg.DagsterInstance, key: str) -> VerdictSummary | None:
     return summary_of(key, _plain(records[0].asset_materialization.metadata))
 
 
+def by_partition(
+    instance: dg.DagsterInstance, key: dg.AssetKey, limit: int
+) -> dict[str, dict[str, Any]]:
+    """Partition -> its latest materialization's metadata as plain values, the partition
+    materialized last first (of the ``limit`` latest materializations)."""
+    out: dict[str, dict[str, Any]] = {}
+    for record in instance.fetch_materializations(key, limit=limit).records:
+        mat = record.asset_materialization
+        if mat is not None and mat.partition and mat.partition not in out:
+            out[mat.partition] = _plain(mat.metadata)
+    return out
+
+
 def verdicts(instance: dg.DagsterInstance) -> list[VerdictSummary]:
     """The latest verdict of every incident, by key."""
-    latest_meta: dict[str, dict[str, Any]] = {}
-    for record in instance.fetch_materializations(VERDICT, limit=200).records:
-        mat = record.asset_materialization
-        if mat is not None and mat.partition and mat.partition not in latest_meta:
-            latest_meta[mat.partition] = _plain(mat.metadata)
-    return [summary_of(k, m) for k, m in sorted(latest_meta.items())]
+    return [summary_of(k, m) for k, m in sorted(by_partition(instance, VERDICT, 200).items())]
 
 
 def waiting_verdicts(instance: dg.DagsterInstance, store: GateStore) -> list[VerdictSummary]:

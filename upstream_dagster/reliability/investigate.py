@@ -126,11 +126,13 @@ def _upstream_runs(inv: Investigation, views: dict[str, NodeView], urn: str) -> 
     if runs or not parents:
         return runs
     since = views[urn].last_run_ms
+    if since is None:
+        return ()
     return tuple(
         b.at_ms
         for u in parents
         for a, b in pairwise(p for p in views[u].profiles if not p.partition)
-        if a.rows != b.rows and since is not None and b.at_ms > since
+        if a.rows != b.rows and b.at_ms > since
     )
 
 
