@@ -753,3 +753,24 @@ def test_the_sensor_and_the_datahub_action_name_a_check_alike() -> None:
     key = incident_key(run, "revenue_not_zero.net_rev")
     assert key.startswith("marts.agg:revenue_not_zero.net_rev@1970-01-01T00:00:00.007Z~")
     assert parse_key(key) == ("urn:li:assertion:a1", 7)
+
+
+def test_a_louder_burst_off_the_checked_columns_does_not_hide_the_shift_that_feeds_them() -> None:
+    """One feed, two changes: most of a column nothing checked reads went NULL, and the column
+    that feeds the checked total shifted. The node's failure is the one that reaches the check."""
+    check = FailingCheck("urn:li:assertion:t", "total within range", "total", 2_000)
+    before = Profile(900, 100, (("promo", ColumnProfile(0.0)), ("disc", ColumnProfile(0, 5.0))))
+    after = Profile(1_500, 100, (("promo", ColumnProfile(0.9)), ("disc", ColumnProfile(0, 50.0))))
+    g = Graph(
+        views={
+            MART: NodeView(MART, "mart", (check,), profiles=profiles("total", 0, 0)),
+            SRC: NodeView(SRC, "crm.accounts", profiles=(before, after)),
+        },
+        ups={MART: (SRC,)},
+        columns=(((SRC, "disc"), (MART, "total")), ((SRC, "promo"), (MART, "promo"))),
+    )
+    top, score = investigate(Trigger(MART, check, W), g).ranked[0]
+    assert (top.cause, top.column, top.failure_class) == (SRC, "disc", "value_shift")
+    g.columns = (((SRC, "promo"), (MART, "promo")),)  # nothing feeds the total: no reach
+    unlinked = investigate(Trigger(MART, check, W), g).ranked
+    assert not unlinked or unlinked[0][1].confidence < score.confidence

@@ -146,6 +146,25 @@ def _is_trigger(inv: Investigation, f: Finding) -> bool:
     )
 
 
+def _reaching(cause: str, data: list[Finding], feeds: set[tuple[str, str]]) -> list[Finding]:
+    """A node's findings less the column failures its column lineage carries to none of the
+    checked columns, while another finding remains: a louder NULL burst on a column nothing
+    checked reads must not name the node's failure over a shift in the column that feeds the
+    check. Where lineage knows none of the node's columns, nothing is set aside."""
+    if not any(node == cause for node, _ in feeds):
+        return data
+    kept = [
+        f
+        for f in data
+        if f.failure_class not in COLUMN_CLASSES
+        or not f.column
+        or (cause, f.column.lower()) in feeds
+    ]
+    named = [f for f in kept if f.failure_class != "code_change"]
+    # A code change is named by what it did to the data: set aside only for another failure.
+    return kept if named else data
+
+
 def _lead(inv: Investigation, findings: list[Finding]) -> Finding:
     """The finding that names the node's failure: the most specific class, except that rows
     leaving one day while the table keeps its count were moved, not lost: a column failure of
@@ -214,6 +233,7 @@ def hypotheses(
             # its tables): nothing explains it
             continue
         code = any(f.failure_class == "code_change" for f in findings)
+        data = _reaching(cause, data, feeds)
         lead = _lead(inv, [f for f in data if f.failure_class != "code_change"] or data or findings)
         path = _downstream_path(inv, cause)
         cites = [f.evidence for f in findings]
