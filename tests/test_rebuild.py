@@ -156,3 +156,20 @@ def test_a_refresh_reruns_the_monitors_and_clock_reading_tests_on_what_it_does_n
         if u.startswith("test.") and not set(p["depends_on"]["nodes"]) & reached
     }  # fmt: skip
     assert untouched_tests and not untouched_tests & dbt_ran
+
+
+def test_a_sandbox_copy_keeps_the_deployed_projects_parse(
+    estate: settings_mod.Settings, tmp_path: Path
+) -> None:
+    """Every verification runs dbt in a throwaway copy of the project: the copy must not make
+    dbt parse the whole project again (seconds per dbt command), which it did while the profile
+    named the warehouse by its absolute path."""
+    from upstream_dagster.warehouse.dbt_project import DbtProject
+    from upstream_dagster.warehouse.sandbox import _sandbox
+
+    box = _sandbox(DbtProject.of(estate), tmp_path)
+    model = next(n for n in box.manifest()["nodes"].values() if n["resource_type"] == "model")
+    done = box.run("ls", "--select", model["name"])
+    assert done.returncode == 0, done.stdout
+    log = (box.project_dir / "logs" / "dbt.log").read_text()
+    assert "Partial parsing enabled" in log and "Unable to do partial parsing" not in log

@@ -88,8 +88,8 @@ def build(settings: settings_mod.Settings) -> dg.Definitions:
 
     project = DbtProject.of(settings)
     project.ensure_ready()
-    # dagster-dbt runs dbt as a subprocess that inherits this environment.
-    os.environ["UPSTREAM_WAREHOUSE"] = str(settings.warehouse)
+    # dagster-dbt runs dbt as a subprocess that inherits this environment, in the project.
+    os.environ["UPSTREAM_WAREHOUSE"] = project.warehouse_path
     dbt = DbtCliResource(
         project_dir=str(project.project_dir),
         profiles_dir=str(project.project_dir),
