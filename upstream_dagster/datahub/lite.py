@@ -70,8 +70,10 @@ class LiteGraph:
     transport = "lite"
     capabilities = LITE
 
-    def __init__(self, path: Path, *, create: bool = False) -> None:
+    def __init__(self, path: Path, *, create: bool = False, sdk_home: Path | None = None) -> None:
         self.path = Path(path)
+        # Reads are SQL on Lite's file; the SDK is imported (under sdk_home) on the first write
+        self._sdk_home = sdk_home
         self.counter = CallCounter()
         self._lock = threading.RLock()
         self._writer: Any = None
@@ -126,7 +128,7 @@ class LiteGraph:
         """DataHub Lite's own handle, opened on first write."""
         with self._lock:
             if self._writer is None:
-                _sdk.prepare()
+                _sdk.prepare(self._sdk_home)
                 from datahub.lite.lite_util import get_datahub_lite
 
                 self._writer = get_datahub_lite(
@@ -360,6 +362,7 @@ class LiteGraph:
                     f"SELECT DISTINCT aspect_name FROM {TABLE} WHERE urn = ?", [urn]
                 )
             }
+            _sdk.prepare(self._sdk_home)
             if deleted and left <= _sdk.timeseries_aspects():
                 self._con.execute(f"DELETE FROM {TABLE} WHERE urn = ?", [urn])
                 if self._has_table(EDGES):
