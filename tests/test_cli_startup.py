@@ -32,13 +32,15 @@ JOURNAL_ONLY = (
     "duckdb",
     "dagster_dbt",
 )
+# The reliability and remediation areas: the score job that `plan` runs uses neither.
+INCIDENTS = ("upstream_dagster.defs.reliability", "upstream_dagster.defs.remediation")
 SPEC = "upstream_dagster.spec.models"  # estate.yaml's models: `show` names owners with spec.urns
 KEY = "shop.orders:not_null_amount@2026-11-29T06:00:18.379Z~a94206c5"
 
 
 def _loaded(state: Path, *argv: str) -> tuple[subprocess.CompletedProcess[str], dict[str, bool]]:
     """Run ``upstream ARGV`` in a fresh interpreter; which of the watched modules it loaded."""
-    watched = sorted({*JOURNAL_ONLY, "dagster", SPEC})
+    watched = sorted({*JOURNAL_ONLY, *INCIDENTS, "dagster", SPEC})
     probe = (
         "import json, sys\nfrom upstream_dagster.cli import app\n"
         f"sys.argv = ['upstream', *{list(argv)!r}]\n"
@@ -94,10 +96,11 @@ def test_queue_and_show_read_the_journal_and_nothing_else(tmp_path: Path) -> Non
     assert not [m for m in JOURNAL_ONLY if loaded[m]], loaded
 
 
-def test_plan_reads_datahub_lite_without_the_sdk(estate: Settings) -> None:
-    """The SDK (a third of a second) is for writes; Lite is read with SQL. A write still
-    imports it, under the state folder's sdk_home."""
+def test_plan_reads_datahub_lite_without_the_sdk_or_the_incident_areas(estate: Settings) -> None:
+    """The SDK (a third of a second) is for writes; Lite is read with SQL. The score job
+    loads with the definitions of the areas it runs, not the reliability area's."""
     planned, loaded = _loaded(estate.state_dir, "plan")
     assert planned.returncode == 0, planned.stderr[-2000:]
     assert "proposals, conformance" in planned.stdout
-    assert not loaded["datahub"] and not loaded["dagster_dbt"], loaded
+    unneeded = ("datahub", "dagster_dbt", "upstream_dagster.datahub.incidents", *INCIDENTS)
+    assert not [m for m in unneeded if loaded[m]], loaded
