@@ -89,12 +89,12 @@ def print_rca(summary: journal.VerdictSummary) -> None:
     arithmetic, the evidence, the patch, and what approving will do. On a terminal the prose is
     rendered; the patch is never wrapped into another shape or cut, and into a pipe or a file
     every line goes as it is."""
-    from rich.markdown import Markdown
-
     text = summary.rca or "(no analysis recorded)"
     if not out.is_terminal:
         plain(text)
     else:
+        from rich.markdown import Markdown  # markdown-it, only for a terminal
+
         for part, code in blocks(text):
             if code:
                 print_diff(part)
