@@ -104,3 +104,35 @@ def test_plan_reads_datahub_lite_without_the_sdk_or_the_incident_areas(estate: S
     assert "proposals, conformance" in planned.stdout
     unneeded = ("datahub", "dagster_dbt", "upstream_dagster.datahub.incidents", *INCIDENTS)
     assert not [m for m in unneeded if loaded[m]], loaded
+
+
+def test_a_lite_read_leaves_the_sdk_unloaded_and_a_write_loads_it_under_the_sdk_home(
+    tmp_path: Path,
+) -> None:
+    """DataHub Lite is read with SQL; the first write imports the SDK, which writes its
+    telemetry file under the target's sdk_home, never in $HOME."""
+    home, sdk = tmp_path / "home", tmp_path / "sdk"
+    home.mkdir()
+    code = (
+        "import sys\nfrom pathlib import Path\n"
+        "from upstream_dagster.datahub import Target, connected\n"
+        f"target = Target(Path({str(tmp_path / 'lite.sqlite')!r}), Path({str(sdk)!r}))\n"
+        "if sys.argv[1] == 'create':\n"
+        "    with connected(target, create=True):\n        pass\n"
+        "    sys.exit(0)\n"
+        "with connected(target) as graph:\n"
+        "    graph.search_prefix('urn:li:dataset:')\n"
+        "    print('read', 'datahub' in sys.modules)\n"
+        "    urn = 'urn:li:dataset:(urn:li:dataPlatform:duckdb,shop.orders,PROD)'\n"
+        "    print('written', graph.write_aspect(urn, 'status', {'removed': False}).written)\n"
+        "    print('write', 'datahub' in sys.modules)\n"
+    )
+    env = {**os.environ, "HOME": str(home), "UPSTREAM_STATE_DIR": str(tmp_path / "state")}
+    for step in ("create", "use"):
+        done = subprocess.run(
+            [sys.executable, "-c", code, step], cwd=ROOT, env=env, capture_output=True, text=True
+        )
+        assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["read", "False", "written", "True", "write", "True"]
+    assert (sdk / ".datahub").is_dir() and not (home / ".datahub").exists()
+    assert not (tmp_path / "state" / "sdk_home").exists()

@@ -331,11 +331,13 @@ class LiteGraph:
     # -- writes -----------------------------------------------------------------------------
     def apply_change(self, urn: str, change: Change) -> Receipt:
         """Lite takes no patches: the change is merged into the current value and written."""
+        _sdk.prepare(self._sdk_home)  # the first write imports the SDK, under this sdk_home
         writer = WRITERS[change.kind]
         merged = writer.merge(current(self, urn, writer.aspect), change.values)
         return self.write_aspect(urn, writer.aspect, merged)
 
     def write_aspect(self, urn: str, aspect: str, value: Json) -> Receipt:
+        _sdk.prepare(self._sdk_home)
         try:
             mcp = build_mcp(urn, aspect, value)
         except (KeyError, ValueError, TypeError, AttributeError) as exc:
