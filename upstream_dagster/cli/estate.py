@@ -17,6 +17,7 @@ from upstream_dagster import settings as settings_mod
 from upstream_dagster.cli.app import (
     app,
     err,
+    estate_spec,
     fail,
     guarded,
     lazy,
@@ -25,19 +26,20 @@ from upstream_dagster.cli.app import (
     print_summary,
     running,
 )
-from upstream_dagster.conformance.score import Dial, render
-from upstream_dagster.datahub import Target, connected
 from upstream_dagster.errors import UpstreamError
-from upstream_dagster.spec import load_estate
 
 if TYPE_CHECKING:
-    from upstream_dagster import runs
+    from upstream_dagster import datahub, runs
+    from upstream_dagster.conformance import score as dials
+    from upstream_dagster.conformance.score import Dial
     from upstream_dagster.datahub import ingest
     from upstream_dagster.datahub import spike as spike_surfaces
     from upstream_dagster.defs import instance
     from upstream_dagster.services import scoring
     from upstream_dagster.warehouse import dbt_project
 else:  # imported when a command first uses them
+    datahub = lazy("upstream_dagster.datahub")
+    dials = lazy("upstream_dagster.conformance.score")
     runs = lazy("upstream_dagster.runs")
     instance = lazy("upstream_dagster.defs.instance")
     ingest = lazy("upstream_dagster.datahub.ingest")
@@ -64,7 +66,7 @@ def build_estate() -> None:
 
 def _build_and_score(settings: settings_mod.Settings) -> None:
     out.print(f"state folder: {settings.state_dir}")
-    guarded(lambda: load_estate(settings.estate_file))  # a bad file fails here, file:line, fix
+    estate_spec(settings)  # a bad file fails here, file:line, fix
 
     def build() -> runs.Scored:
         project = dbt_project.DbtProject.of(settings)
@@ -82,7 +84,7 @@ def _build_and_score(settings: settings_mod.Settings) -> None:
 
     scored = guarded(build)
     out.print(f"\n[bold]{settings.estate_file.name} scored against DataHub:[/]")
-    out.print(render(scored.dial), end="", markup=False, highlight=False)
+    out.print(dials.render(scored.dial), end="", markup=False, highlight=False)
     out.print("\nNext: `make ui` to browse the assets, or `.venv/bin/upstream score`.")
 
 
@@ -107,18 +109,18 @@ def score(
     if estate is not None:
         os.environ["UPSTREAM_ESTATE"] = str(estate.resolve())
     settings = settings_mod.load()
-    spec = guarded(lambda: load_estate(settings.estate_file))  # a bad file: file:line, fix
+    spec = estate_spec(settings)  # a bad file: file:line, fix
     if record:
         with running("scoring (the score job)"):
             dial = guarded(lambda: runs.score(settings)).dial
     else:  # a read: the same service the conformance asset calls, without launching a run
 
         def read() -> Dial:
-            with connected(Target.of(settings)) as graph:
+            with datahub.connected(datahub.Target.of(settings)) as graph:
                 return scoring.read_and_score(graph, spec, clock.now_ms())
 
         dial = guarded(read)
-    out.print(render(dial), end="", markup=False, highlight=False)
+    out.print(dials.render(dial), end="", markup=False, highlight=False)
     if not dial.overall.checks:  # a yardstick that measures nothing is a broken estate file
         raise typer.Exit(1)
 
@@ -142,14 +144,14 @@ def spike(
     """Exercise every DataHub surface Upstream uses against the configured DataHub (a GMS when
     DATAHUB_GMS_URL is set): PASS only for what read back. Writes go to one scratch dataset."""
     settings = settings_mod.load()
-    target = Target.of(settings)
+    target = datahub.Target.of(settings)
     try:
         if record is not None:
             from upstream_dagster.datahub.spike_record import recorded_spike
 
             server, surfaces = recorded_spike(target, record)
         else:
-            with connected(target) as graph:
+            with datahub.connected(target) as graph:
                 server = graph.server
                 surfaces = spike_surfaces.spike(graph)
     except UpstreamError as exc:
@@ -179,10 +181,10 @@ def load_datapack(path: Annotated[Path, typer.Argument(help=DATAPACK_HELP)]) -> 
     settings = settings_mod.load()
     if not path.exists():
         fail(UpstreamError(f"{path} does not exist", "pass the path of a datapack folder"))
-    target = Target.of(settings)
+    target = datahub.Target.of(settings)
 
     def load() -> ingest.IngestReport:
-        with connected(target, create=True):
+        with datahub.connected(target, create=True):
             pass
         return ingest.ingest_file(target, path)
 

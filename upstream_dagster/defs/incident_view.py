@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dagster as dg
 
-from upstream_dagster.datahub.incidents import short_id
+from upstream_dagster.datahub.incident_keys import short_id
 from upstream_dagster.defs import launch
 from upstream_dagster.defs.launch import incident_page
 from upstream_dagster.reliability.verdict import Verdict
