@@ -27,6 +27,7 @@ NO_SOURCE = {
     "max_open_incident_hours": "an open incident is closed by resolving it, not by metadata",
     "required_structured_properties": "nothing in the graph records this value (e.g. a "
     "retention period); a person must set it",
+    "min_fault_detection": "faults are caught by checks, measured by `upstream detect`",
 }
 
 

@@ -163,6 +163,36 @@ def required_structured_properties(
     return "pass", f"has {_names(wanted)}", wanted
 
 
+DETECT_COMMAND = "upstream detect"
+
+
+def min_fault_detection(
+    a: AssetFacts, r: Requirements, now: int
+) -> tuple[Status, str, tuple[str, ...]]:
+    assert r.min_fault_detection is not None
+    trials = a.fault_trials
+    if trials is None:
+        return (
+            "not_evaluable",
+            f"fault detection not measured: run `{DETECT_COMMAND}` (it breaks a sandbox copy "
+            "of the warehouse, never the team's)",
+            (),
+        )
+    if not trials:
+        return "not_evaluable", "no fault of a known kind applies to it or its feeds", ()
+    caught = [t for t in trials if t.caught_by]
+    share = len(caught) / len(trials)
+    missed = tuple(f"missed: {t.fault}" for t in trials if not t.caught_by)
+    found = tuple(f"caught by {', '.join(t.caught_by)}: {t.fault}" for t in caught)
+    what = (
+        f"checks caught {len(caught)} of {len(trials)} faults ({share:.0%}, "
+        f"needs {r.min_fault_detection:.0%})"
+    )
+    if share + 1e-9 >= r.min_fault_detection:
+        return "pass", what, missed + found
+    return "fail", what + f"; {len(missed)} slipped through", missed + found
+
+
 CHECKS: dict[str, Check] = {
     "require_owner": require_owner,
     "require_description": require_description,
@@ -173,6 +203,7 @@ CHECKS: dict[str, Check] = {
     "freshness_sla_hours": freshness_sla_hours,
     "max_open_incident_hours": max_open_incident_hours,
     "required_structured_properties": required_structured_properties,
+    "min_fault_detection": min_fault_detection,
 }
 
 
