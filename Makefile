@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed-stamp
 # dbt and dagster must be found on PATH by the code location and the tests.
 export PATH := $(BIN):$(PATH)
 
-.PHONY: install lock system-deps demo test test-fast lint eval eval-random eval-summary calibrate bench bench-diagnosis bench-gate bench-own bench-loop bench-scale ui showcase clean
+.PHONY: install lock system-deps demo detect test test-fast lint eval eval-random eval-summary calibrate bench bench-diagnosis bench-gate bench-own bench-loop bench-scale ui showcase clean
 
 # Installed from the lock, never resolved: requirements.lock pins every package the product,
 # the tests and a production deployment need, each with its hashes, so every machine installs
@@ -41,6 +41,11 @@ install: $(STAMP)
 ## Build the demo estate, ingest it into the embedded DataHub, print what DataHub holds and the dial.
 demo: install
 	$(BIN)/upstream demo
+
+## Would the checks notice? Seeded faults tried on a sandbox copy of the built estate, for each
+## tier that sets min_fault_detection (policies.detection: seed and budget); `make demo` runs it.
+detect: install
+	$(BIN)/upstream detect
 
 ## Debian packages two tests need: chromium (the browser test drives it; nothing is downloaded
 ## at run time) and postgresql (the deployment test starts a throwaway server on 127.0.0.1).
