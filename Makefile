@@ -43,7 +43,8 @@ demo: install
 	$(BIN)/upstream demo
 
 ## Would the checks notice? Seeded faults tried on a sandbox copy of the built estate, for each
-## tier that sets min_fault_detection (policies.detection: seed and budget); `make demo` runs it.
+## tier that sets min_fault_detection (policies.detection: seed and budget); `make demo` runs it
+## when a tier asks.
 detect: install
 	$(BIN)/upstream detect
 
