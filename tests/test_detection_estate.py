@@ -9,6 +9,7 @@ import hashlib
 import os
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -32,7 +33,10 @@ tiers:
     requirements:
       require_description: true
 policies:
-  detection: {seed: 3, faults_per_tier: 3, max_seconds: 300}
+  actuation: ratify
+  approvers: [alice]
+  identity: not-enforced
+  detection: {seed: 10, faults_per_tier: 3, max_seconds: 300}
 monitors:
   - name: revenue_not_null
     rule: null_rate_jump
@@ -101,7 +105,7 @@ def test_detect_names_the_faults_that_slipped_through_per_asset_and_the_dial_sho
     [asset] = [u for u in trials if "revenue_by_region" in u]
     assert len(trials[asset]) == 3
     missed = [t for t in trials[asset] if not t.caught_by]
-    assert missed, "seed 3 draws faults the seeded estate's checks miss"
+    assert missed, "seed 10 draws faults the seeded estate's checks miss"
     for t in missed:
         assert f"MISSED (no check fired): {t.fault}" in result.output
 
@@ -144,3 +148,51 @@ def test_each_fault_is_caught_by_the_check_that_sees_it_or_reported_missed(
     # a unit change: no test and no monitor looks at the size of revenue
     scaled = fault("scale_values", "analytics.raw_invoices", column="amount", factor=0.01)
     assert bench.trial(scaled) == ()
+
+
+def _detection_reason(dial: Any) -> str:
+    (found,) = [
+        r.reason
+        for r in dial.results
+        if r.requirement == "min_fault_detection" and "revenue_by_region" in r.asset
+    ]
+    return str(found)
+
+
+def test_approving_the_proposed_check_raises_detection_to_the_projection_and_reset_restores(
+    settings: settings_mod.Settings,
+) -> None:
+    from upstream_dagster.conformance import detection
+    from upstream_dagster.runs import run_job
+    from upstream_dagster.state import approvals
+    from upstream_dagster.state.store import GateStore
+
+    assert CliRunner().invoke(app, ["detect"]).exit_code == 0
+    batch = run_job(settings, "score").output_for_node("proposals")
+    [proposal] = [p for p in batch.proposals if p.requirement == "min_fault_detection"]
+    # the duplicated rows of the mart: a uniqueness assertion on its grain, tried on the fault
+    assert proposal.change.values == ("unique:region",)
+    assert any("unique:region fails on: duplicate_rows" in e for e in proposal.evidence)
+    before, projected = _detection_reason(batch.base), _detection_reason(batch.projected)
+    assert "caught 0 of 3 faults" in before and "caught 1 of 3 faults" in projected
+
+    held = approvals.outstanding(GateStore.local(settings.state_dir), "batch", batch.digest)
+    config = {"batch_digest": batch.digest, "approve": [proposal.id], "reviewer": "alice",
+              "nonce": held.nonce if held else ""}  # fmt: skip
+    run_job(settings, "coverage_writeback_job", {"ops": {"coverage_writeback": {"config": config}}})
+    (check,) = run_job(settings, "coverage_verify_job").get_asset_check_evaluations()
+    assert check.passed, check.metadata  # measured == projected, on the whole dial
+    assert f"{projected}" in CliRunner().invoke(app, ["score"]).output
+
+    # measured again from scratch: the written assertion runs in the sandbox and catches it
+    again = CliRunner().invoke(app, ["detect"])
+    assert again.exit_code == 0, again.output[-3000:]
+    assert "caught 1 of 3 faults" in again.output
+    measured = detection.load(settings.state_dir)
+    assert measured is not None
+    assert sum(1 for t in measured.all_trials() if t.would_catch == ("unique:region",)) == 1
+
+    run_job(
+        settings, "coverage_reset_job", {"ops": {"coverage_reset": {"config": {"confirm": True}}}}
+    )
+    assert before in CliRunner().invoke(app, ["score"]).output  # the measured figure, restored

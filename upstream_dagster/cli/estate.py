@@ -138,8 +138,14 @@ def detect(estate: EstateOption = None) -> None:
     if estate is not None:
         os.environ["UPSTREAM_ESTATE"] = str(estate.resolve())
     settings = settings_mod.load()
-    guarded(lambda: load_estate(settings.estate_file))  # a bad file: file:line, fix
-    plain(detection_report(guarded(lambda: _detect(settings))))
+    spec = guarded(lambda: load_estate(settings.estate_file))  # a bad file: file:line, fix
+    found = guarded(lambda: _detect(settings))
+
+    def read() -> Dial:  # as the dial reads it: an assertion written since counts
+        with connected(Target.of(settings)) as graph:
+            return scoring.read_and_score(graph, spec, clock.now_ms(), found)
+
+    plain(detection.report(found, guarded(read)))
 
 
 def _detect(settings: settings_mod.Settings) -> detection.Detection:
@@ -150,30 +156,6 @@ def _detect(settings: settings_mod.Settings) -> detection.Detection:
         err.print(f"detect: {line}", markup=False, highlight=False)
 
     return run_detection(settings, say)
-
-
-def detection_report(found: detection.Detection) -> str:
-    """What `upstream detect` measured, per asset: each fault and the checks that caught it."""
-    from upstream_dagster.spec.urns import short
-
-    lines = []
-    for urn, trials in found.trials:
-        caught = sum(1 for t in trials if t.caught_by)
-        lines.append(f"{short(urn)}: {caught} of {len(trials)} faults caught")
-        for t in trials:
-            lines.append(
-                f"  caught by {', '.join(t.caught_by)}: {t.fault}"
-                if t.caught_by
-                else f"  MISSED (no check fired): {t.fault}"
-            )
-    lines += [f"not tried: {n}" for n in found.not_tried]
-    every = found.all_trials()
-    missed = sum(1 for t in every if not t.caught_by)
-    lines.append(
-        f"{missed} of {len(every)} faults fired no check (seed {found.policy.seed}, "
-        f"{found.seconds:.0f} s); kept for the dial: `upstream score` shows it"
-    )
-    return "\n".join(lines)
 
 
 @app.command()

@@ -123,6 +123,9 @@ class FaultTrial:
     relation: str  # the relation faulted: the asset itself or one of its feeds
     kind: str
     caught_by: tuple[str, ...] = ()
+    # for a fault nothing caught: the assertion templates that, on the asset itself, failed
+    # after it and passed on the clean copy (what a proposal would add, priced by the same run)
+    would_catch: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

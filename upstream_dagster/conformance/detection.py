@@ -66,6 +66,7 @@ def save(state_dir: Path, detection: Detection) -> Path:
                     "relation": t.relation,
                     "kind": t.kind,
                     "caught_by": list(t.caught_by),
+                    "would_catch": list(t.would_catch),
                 }
                 for t in trials
             ]  # fmt: skip
@@ -80,6 +81,16 @@ def save(state_dir: Path, detection: Detection) -> Path:
     return target
 
 
+def _trial(t: dict[str, Any]) -> FaultTrial:
+    return FaultTrial(
+        str(t["fault"]),
+        str(t["relation"]),
+        str(t["kind"]),
+        tuple(str(c) for c in t["caught_by"]),
+        tuple(str(w) for w in t.get("would_catch", ())),
+    )
+
+
 def load(state_dir: Path) -> Detection | None:
     """The last measurement, or None when `upstream detect` never ran here."""
     target = path_in(state_dir)
@@ -88,10 +99,9 @@ def load(state_dir: Path) -> Detection | None:
     try:
         body: dict[str, Any] = json.loads(target.read_text())
         trials = tuple(
-            (str(urn), tuple(FaultTrial(str(t["fault"]), str(t["relation"]), str(t["kind"]),
-                                        tuple(str(c) for c in t["caught_by"])) for t in rows))
+            (str(urn), tuple(_trial(t) for t in rows))
             for urn, rows in sorted(body["assets"].items())
-        )  # fmt: skip
+        )
         return Detection(
             int(body["measured_ms"]),
             DetectionPolicy.model_validate(body["policy"]),
@@ -164,10 +174,35 @@ def markdown(dial: Dial) -> str:
     return text
 
 
+def tally(dial: Dial) -> tuple[int, int]:
+    """(faults no check caught, faults tried), over every measured asset of the dial."""
+    evidence = [e for r in detection_results(dial.results) for e in r.evidence]
+    return sum(1 for e in evidence if e.startswith("missed: ")), len(evidence)
+
+
 def caught_share(dial: Dial) -> float | None:
     """The share of tried faults some check caught, over every measured asset (a plot point)."""
-    tried = caught = 0
+    missed, tried = tally(dial)
+    return round(1 - missed / tried, 4) if tried else None
+
+
+def report(found: Detection, dial: Dial) -> str:
+    """What `upstream detect` printed: per asset the verdict, each fault with the checks that
+    caught it or none, the assertions that would have, what was not tried, and the total."""
+    would = {t.fault: t.would_catch for _, ts in found.trials for t in ts}
+    out = []
     for r in detection_results(dial.results):
-        tried += sum(1 for e in r.evidence)
-        caught += sum(1 for e in r.evidence if e.startswith("caught by "))
-    return round(caught / tried, 4) if tried else None
+        out.append(f"{short(r.asset)} ({r.tier}): {r.status}: {r.reason}")
+        for e in r.evidence:
+            fault = e.removeprefix("missed: ")
+            out.append(f"  MISSED (no check fired): {fault}" if e != fault else f"  {e}")
+            if e != fault and would.get(fault):
+                out.append(f"    would be caught by an assertion: {', '.join(would[fault])}")
+    out += [f"not tried: {n}" for n in found.not_tried]
+    missed, tried = tally(dial)
+    out.append(
+        f"{missed} of {tried} faults fired no check (seed {found.policy.seed}, "
+        f"{found.seconds:.0f} s); kept for the dial (`upstream score`); `upstream plan` "
+        "proposes the assertions that would have caught what slipped through"
+    )
+    return "\n".join(out)

@@ -142,3 +142,39 @@ def _guard_passes(
         return wh.null_share(con, table, column) == 0
     except duckdb.Error:
         return False
+
+
+def _template_passes(con: Any, tables: dict[str, wh.Columns], table: str, template: str) -> bool:
+    try:
+        return evaluate_template(con, table, tables.get(table), template, clock.now()).passed
+    except duckdb.Error:
+        return False
+
+
+def candidates(warehouse: Path, table: str, sla: float | None) -> tuple[str, ...]:
+    """The assertion templates Upstream runs that hold on ``table`` in the clean copy: rows
+    present, fresh within the tier's SLA, each column never NULL, each column unique. Only a
+    template that passes on clean data can catch a fault without paging on a clean day."""
+    with wh.connect(warehouse) as con:
+        tables = wh.relations(con)
+        cols = tables.get(table, [])
+        found = ["row_count_above_zero"]
+        found += [f"freshness_within_{sla:g}h"] if sla and wh.date_column(cols) else []
+        found += [f"not_null:{c}" for c, _ in cols]
+        found += [f"unique:{c}" for c in _keys(cols)]
+        return tuple(t for t in found if _template_passes(con, tables, table, t))
+
+
+def _keys(cols: wh.Columns) -> list[str]:
+    """Columns that name rows: an id or key, and the first column (usually the grain)."""
+    keyed = [c for c, _ in cols if c.lower() == "id" or c.lower().endswith(("_id", "_key"))]
+    return list(dict.fromkeys(([cols[0][0]] if cols else []) + keyed))
+
+
+def failing_templates(warehouse: Path, table: str, templates: tuple[str, ...]) -> tuple[str, ...]:
+    """Those of ``templates`` that fail on ``table`` now (or cannot look: a column gone)."""
+    if not templates:
+        return ()
+    with wh.connect(warehouse) as con:
+        tables = wh.relations(con)
+        return tuple(t for t in templates if not _template_passes(con, tables, table, t))
