@@ -30,6 +30,7 @@ from upstream_dagster.errors import UpstreamError
 
 if TYPE_CHECKING:
     from upstream_dagster import datahub, runs
+    from upstream_dagster.conformance import detection
     from upstream_dagster.conformance import score as dials
     from upstream_dagster.conformance.score import Dial
     from upstream_dagster.datahub import ingest
@@ -40,6 +41,7 @@ if TYPE_CHECKING:
 else:  # imported when a command first uses them
     datahub = lazy("upstream_dagster.datahub")
     dials = lazy("upstream_dagster.conformance.score")
+    detection = lazy("upstream_dagster.conformance.detection")
     runs = lazy("upstream_dagster.runs")
     instance = lazy("upstream_dagster.defs.instance")
     ingest = lazy("upstream_dagster.datahub.ingest")
@@ -50,8 +52,9 @@ else:  # imported when a command first uses them
 
 @app.command()
 def demo() -> None:
-    """Build the demo estate, ingest it into DataHub, print what DataHub holds and the dial."""
-    _build_and_score(settings_mod.load())
+    """Build the demo estate, ingest it into DataHub, measure fault detection where a tier asks
+    for it (bounded by policies.detection.max_seconds), print what DataHub holds and the dial."""
+    _build_and_score(settings_mod.load(), detect=True)
 
 
 @app.command("build")
@@ -64,9 +67,10 @@ def build_estate() -> None:
     _build_and_score(settings)
 
 
-def _build_and_score(settings: settings_mod.Settings) -> None:
+def _build_and_score(settings: settings_mod.Settings, detect: bool = False) -> None:
     out.print(f"state folder: {settings.state_dir}")
-    estate_spec(settings)  # a bad file fails here, file:line, fix
+    spec = estate_spec(settings)  # a bad file fails here, file:line, fix
+    detect = detect and any(t.requirements.min_fault_detection for t in spec.tiers)
 
     def build() -> runs.Scored:
         project = dbt_project.DbtProject.of(settings)
@@ -79,6 +83,8 @@ def _build_and_score(settings: settings_mod.Settings) -> None:
         with running("building the estate (raw feeds -> dbt build -> DataHub)"):
             runs.run_job(settings, "estate_build")
         print_summary(settings)
+        if detect:  # before the score job, which reads the measurement
+            _detect(settings)
         with running(f"scoring {settings.estate_file.name} against DataHub"):
             return runs.score(settings)
 
@@ -117,12 +123,42 @@ def score(
 
         def read() -> Dial:
             with datahub.connected(datahub.Target.of(settings)) as graph:
-                return scoring.read_and_score(graph, spec, clock.now_ms())
+                found = detection.load(settings.state_dir)  # the last `upstream detect`
+                return scoring.read_and_score(graph, spec, clock.now_ms(), found)
 
         dial = guarded(read)
     out.print(dials.render(dial), end="", markup=False, highlight=False)
     if not dial.overall.checks:  # a yardstick that measures nothing is a broken estate file
         raise typer.Exit(1)
+
+
+@app.command()
+def detect(estate: EstateOption = None) -> None:
+    """Measure fault detection for the tiers that set min_fault_detection: seeded faults
+    (policies.detection: seed, faults_per_tier, max_seconds) tried one at a time on a sandbox
+    copy of the warehouse, never the team's; prints which check caught each and which none
+    did, and keeps the result for the dial (`upstream score`)."""
+    if estate is not None:
+        os.environ["UPSTREAM_ESTATE"] = str(estate.resolve())
+    settings = settings_mod.load()
+    spec = estate_spec(settings)  # a bad file: file:line, fix
+    found = guarded(lambda: _detect(settings))
+
+    def read() -> Dial:  # as the dial reads it: an assertion written since counts
+        with datahub.connected(datahub.Target.of(settings)) as graph:
+            return scoring.read_and_score(graph, spec, clock.now_ms(), found)
+
+    plain(detection.report(found, guarded(read).results))
+
+
+def _detect(settings: settings_mod.Settings) -> detection.Detection:
+    # the sandbox, dbt and the draw are imported here only: the command line starts light
+    from upstream_dagster.evaluation.detect import run_detection
+
+    def say(line: str) -> None:
+        err.print(f"detect: {line}", markup=False, highlight=False)
+
+    return run_detection(settings, say)
 
 
 @app.command()
