@@ -2,16 +2,17 @@
 
 Shapes follow what DataHub's dbt source writes: properties with descriptions on most datasets,
 schemas, owners, tags, domains and terms on some, upstream lineage with column edges, and a
-dbt-style assertion with a run event on every fifth dataset. Deterministic for a given seed. Written by ``fast_load`` (the rows and edges Lite's
-own write makes, in minutes for a million datasets), or with ``through_write`` by Lite's write
-one MCP at a time (the reference the fast writer is tested against).
+dbt-style assertion with a run event on every fifth dataset. Deterministic for a given seed.
+Written by ``fast_load`` (the rows and edges Lite's own write makes, in minutes for a million
+datasets), or with ``through_write`` by Lite's write one MCP at a time (the reference the fast
+writer is tested against).
 """
 
 from __future__ import annotations
 
 import random
-from pathlib import Path
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 from upstream_dagster.datahub.lite_bulk import bulk_load, fast_load

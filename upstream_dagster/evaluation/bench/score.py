@@ -143,7 +143,7 @@ def main() -> None:
             f"(score+read)/read {total / f['read_s']:4.2f} (target <= 2 "
             f"{'PASS' if total / f['read_s'] <= 2 else 'MISS'})  peak RSS {rss:7.0f} MB  "
             f"limits 900 s, 4096 MB {'PASS' if ok else 'MISS'}  "
-            f"{'best of %d' % repeat if repeat > 1 else '1 run'}  "
+            f"{f'best of {repeat}' if repeat > 1 else '1 run'}  "
             f"{int(f['checks'])} checks, {f['percent']:.1f}%",
             flush=True,
         )
