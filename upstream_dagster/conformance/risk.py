@@ -39,7 +39,7 @@ DAY_MS = 86_400_000
 CONSUMERS = ("dashboard", "chart")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Term:
     name: str
     weight: float
@@ -51,7 +51,7 @@ class Term:
         return 0.0 if self.value is None else self.weight * self.value
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Risk:
     terms: tuple[Term, ...]
 
@@ -223,7 +223,7 @@ class RiskModel:
         )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Violation:
     check: CheckResult
     risk: Risk
