@@ -160,12 +160,12 @@ class LiteGraph:
                 self.counter.add("aspects")
                 # Rows are decoded as the cursor yields them: fetching them all first held
                 # every aspect twice (text and parsed) at a million datasets.
-                rows = self._con.execute(
+                cursor = self._con.execute(
                     f"SELECT urn, aspect_name, metadata FROM {TABLE} WHERE aspect_name IN "
                     f"({marks(aspects)}) AND version = 0",
                     aspects,
                 )
-                for urn, aspect, metadata in rows:
+                for urn, aspect, metadata in cursor:
                     if urn in keep:
                         out.setdefault(urn, {})[aspect] = orjson.loads(metadata)
             return out

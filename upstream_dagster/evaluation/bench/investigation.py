@@ -33,8 +33,8 @@ from upstream_dagster.reliability.health import (
     SchemaEvent,
     Window,
 )
-from upstream_dagster.reliability.investigate import Trigger, investigate
-from upstream_dagster.reliability.walk import BudgetExhausted
+from upstream_dagster.reliability.investigate import investigate
+from upstream_dagster.reliability.walk import BudgetExhausted, Trigger
 
 COLUMN = "c0"
 WINDOW = Window(last_good_ms=1_000, symptom_ms=2_000)
