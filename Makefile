@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed-stamp
 # dbt and dagster must be found on PATH by the code location and the tests.
 export PATH := $(BIN):$(PATH)
 
-.PHONY: install lock system-deps demo test test-fast lint eval eval-random eval-summary calibrate bench bench-diagnosis bench-gate bench-own bench-loop bench-scale ui showcase clean
+.PHONY: install lock system-deps demo detect bench-detection test test-fast lint eval eval-random eval-summary calibrate bench bench-diagnosis bench-gate bench-own bench-loop bench-scale ui showcase clean
 
 # Installed from the lock, never resolved: requirements.lock pins every package the product,
 # the tests and a production deployment need, each with its hashes, so every machine installs
@@ -41,6 +41,12 @@ install: $(STAMP)
 ## Build the demo estate, ingest it into the embedded DataHub, print what DataHub holds and the dial.
 demo: install
 	$(BIN)/upstream demo
+
+## Would the checks notice? Seeded faults tried on a sandbox copy of the built estate, for each
+## tier that sets min_fault_detection (policies.detection: seed and budget); `make demo` runs it
+## when a tier asks.
+detect: install
+	$(BIN)/upstream detect
 
 ## Debian packages two tests need: chromium (the browser test drives it; nothing is downloaded
 ## at run time) and postgresql (the deployment test starts a throwaway server on 127.0.0.1).
@@ -112,6 +118,12 @@ DIAG_SUITES := $(foreach s,$(SEEDS),evals/records/random-$(s)=estate.yaml) \
 	$(foreach s,$(SUBS_SEEDS),evals/records/subscriptions/random-$(s)=$(SUBS)/estate.yaml)
 bench-diagnosis: install
 	$(BIN)/python -m upstream_dagster.evaluation.bench.diagnosis $(DIAG_SUITES)
+
+## The random suite's faults (seed 51, 20 drawn) that fire no check, before and after the
+## detection proposals are approved, on a copy of the built demo whose every tier asks for
+## min_fault_detection: 0.8 (the demo's own state and estate.yaml are left alone). Minutes.
+bench-detection: install
+	$(BIN)/python -m upstream_dagster.evaluation.bench.detection --random 20 --seed 51
 
 ## The reviewer's commands against `python -c "import dagster"` on this machine (needs a built
 ## demo): median seconds and the ratio, measured in one run.

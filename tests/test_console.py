@@ -263,3 +263,29 @@ def test_upstreams_own_assets_are_owned_by_the_estates_approvers(
     for name in ("conformance", "proposals", "coverage_writeback"):
         owners = graph.get(dg.AssetKey(name)).owners
         assert owners == ["dana@example.org", "team:data-platform"], (name, owners)
+
+
+def test_a_check_a_run_planned_and_never_evaluated_is_no_failure_to_link() -> None:
+    """dbt skips the tests below a failing model: the run plans the check and never evaluates
+    it. The incident's link to the failing check must read that as no result (it crashed the
+    verdict step: the plan has no pass or fail)."""
+    from upstream_dagster.defs.incident_view import latest_failure
+
+    state = {"fail_asset": False}
+
+    @dg.asset(check_specs=[dg.AssetCheckSpec("rows_present", asset="orders")])
+    def orders() -> dg.MaterializeResult:
+        if state["fail_asset"]:
+            raise RuntimeError("upstream build failed")
+        return dg.MaterializeResult(check_results=[dg.AssetCheckResult(passed=False)])
+
+    instance = dg.DagsterInstance.ephemeral()
+    key = dg.AssetCheckKey(dg.AssetKey("orders"), "rows_present")
+    dg.materialize([orders], instance=instance)
+    failed = latest_failure(instance, key)
+    assert failed is not None and not failed.passed
+    state["fail_asset"] = True
+    dg.materialize([orders], instance=instance, raise_on_error=False)
+    record = instance.get_latest_asset_check_evaluation_record(key)
+    assert record is not None and record.status.value == "PLANNED"
+    assert latest_failure(instance, key) is None

@@ -18,7 +18,13 @@ from upstream_dagster.errors import UpstreamError
 from upstream_dagster.evaluation.draw import COLUMN_KINDS, Check, Estate, draw, read_estate
 from upstream_dagster.evaluation.grid import Grid
 from upstream_dagster.evaluation.replay import replay
-from upstream_dagster.evaluation.runner import EVAL_CLOCK, load_cases, replay_case
+from upstream_dagster.evaluation.runner import (
+    EVAL_CLOCK,
+    base_stamp,
+    eval_base,
+    load_cases,
+    replay_case,
+)
 from upstream_dagster.evaluation.scenario import FaultKind
 from upstream_dagster.reliability.verdict import summary_sentences
 from upstream_dagster.services.incident_record import conclusion
@@ -190,9 +196,10 @@ def test_a_live_subset_runs_through_upstream_eval_and_its_records_replay(
     shutil.copytree(
         built_estate, state / "eval-base", ignore=shutil.ignore_patterns("dagster_home")
     )
-    (state / "eval-base" / "eval-clock").write_text(EVAL_CLOCK)  # the fixture's clock
     monkeypatch.setenv("UPSTREAM_STATE_DIR", str(state))
     monkeypatch.setenv("UPSTREAM_CLOCK", EVAL_CLOCK)
+    # the fixture's build is the clean base: its clock, the configured estate
+    (state / "eval-base" / "eval-clock").write_text(base_stamp(settings_mod.load()))
     cases = tmp_path / "subset"
     cases.mkdir()
     for name in LIVE_SUBSET:
@@ -389,3 +396,27 @@ def test_a_view_is_never_drawn_as_a_skipped_model() -> None:
     drawn = draw(estate, 400, 2)
     skipped = {c.faults[0].table for c in drawn if c.faults and c.faults[0].kind == "skip_model"}
     assert skipped == {"mart.t"}
+
+
+def test_a_case_that_names_another_estate_runs_on_that_estates_clean_build(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With the demo configured, a case file that says `estate: subscriptions` must be broken
+    and graded on the subscriptions estate; its clean base was built from the configured
+    estate's project and every such case failed ("the warehouse has no relation ...")."""
+    from upstream_dagster.evaluation.estates import estate_settings
+    from upstream_dagster.warehouse import duckdb_warehouse as wh
+
+    for key in ("UPSTREAM_DBT_SOURCE", "UPSTREAM_ESTATE", "UPSTREAM_FEEDS"):
+        monkeypatch.delenv(key, raising=False)
+    monkeypatch.setenv("UPSTREAM_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.setenv("UPSTREAM_CLOCK", EVAL_CLOCK)
+    second = estate_settings(settings_mod.load(), "subscriptions")
+    base = eval_base(second)
+    with wh.connect(base / "warehouse.duckdb") as con:
+        built = set(wh.relations(con))
+    sources = (second.dbt_source_dir / "models").rglob("*.sql")
+    models = {p.stem for p in sources}
+    assert models <= {name.split(".")[-1] for name in built}
+    assert "billing.invoices" in built and "shop.orders" not in built
+    assert eval_base(second) == base  # built once, then reused for that estate

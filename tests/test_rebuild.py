@@ -156,3 +156,67 @@ def test_a_refresh_reruns_the_monitors_and_clock_reading_tests_on_what_it_does_n
         if u.startswith("test.") and not set(p["depends_on"]["nodes"]) & reached
     }  # fmt: skip
     assert untouched_tests and not untouched_tests & dbt_ran
+
+
+def test_a_sandbox_copy_keeps_the_deployed_projects_parse(
+    estate: settings_mod.Settings, tmp_path: Path
+) -> None:
+    """Every verification runs dbt in a throwaway copy of the project: the copy must not make
+    dbt parse the whole project again (seconds per dbt command), which it did while the profile
+    named the warehouse by its absolute path."""
+    from upstream_dagster.warehouse.dbt_project import DbtProject
+    from upstream_dagster.warehouse.sandbox import _sandbox
+
+    box = _sandbox(DbtProject.of(estate), tmp_path)
+    model = next(n for n in box.manifest()["nodes"].values() if n["resource_type"] == "model")
+    done = box.run("ls", "--select", model["name"])
+    assert done.returncode == 0, done.stdout
+    log = (box.project_dir / "logs" / "dbt.log").read_text()
+    assert "Partial parsing enabled" in log and "Unable to do partial parsing" not in log
+
+
+def test_the_sandbox_builds_only_what_lies_between_the_fix_and_the_failing_check(
+    estate: settings_mod.Settings,
+) -> None:
+    """Verifying a fix needs the failing check's ancestors, not everything below the change:
+    the sandbox's selection is the models on the paths from what the fix rebuilds to the
+    symptom, while the fix itself keeps its whole rebuild."""
+    from upstream_dagster.reliability.health import FailingCheck, Window
+    from upstream_dagster.reliability.remediation import Remedy
+    from upstream_dagster.reliability.walk import Trigger
+    from upstream_dagster.services.investigation import Triage, toward_check
+    from upstream_dagster.warehouse.dbt_project import DbtProject
+
+    project = DbtProject.of(estate)
+    manifest = project.manifest()
+    models = {u: n for u, n in manifest["nodes"].items() if n["resource_type"] == "model"}
+
+    def reach(uid: str, edges: dict[str, list[str]]) -> set[str]:
+        out, stack = {uid}, [uid]
+        while stack:
+            for c in edges.get(stack.pop(), []):
+                if c in models and c not in out:
+                    out.add(c)
+                    stack.append(c)
+        return out
+
+    # the model with the most below it, and a model below it with other ancestors besides
+    start = max(models, key=lambda u: len(reach(u, manifest["child_map"])))
+    below = reach(start, manifest["child_map"])
+    symptom = max(below - {start}, key=lambda u: len(reach(u, manifest["parent_map"]) - below))
+    node = models[symptom]
+    check = FailingCheck("urn:li:assertion:x", "rows", None, 2_000)
+    urn = f"urn:li:dataset:(urn:li:dataPlatform:dbt,wh.{node['schema']}.{node['name']},PROD)"
+    t = Triage("k", Trigger(urn, check, Window(1_000, 2_000)), None, (), (), 0, "m", None, 0, {})
+    fix = Remedy("patch", "rewrite", rebuild=(f"{models[start]['name']}+",))
+
+    def selected(selectors: tuple[str, ...]) -> set[str]:
+        done = project.run("ls", "--resource-type", "model", "--output", "name", "--select",
+                           *selectors, "--quiet")  # fmt: skip
+        assert done.returncode == 0, done.stdout
+        return set(done.stdout.split())
+
+    between = below & reach(symptom, manifest["parent_map"])
+    path = selected(toward_check(project, fix, t).rebuild)
+    assert path == {models[u]["name"] for u in between}
+    assert path < selected(fix.rebuild)  # fewer models built to see the check turn green

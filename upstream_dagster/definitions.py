@@ -12,15 +12,7 @@ import re
 import dagster as dg
 
 from upstream_dagster import settings as settings_mod
-from upstream_dagster.defs import (
-    conformance,
-    coverage,
-    notify,
-    reliability,
-    remediation,
-    undo,
-    watch,
-)
+from upstream_dagster.defs import conformance, coverage, notify, undo, watch
 from upstream_dagster.defs.progress import LOGGERS
 from upstream_dagster.defs.resources import fixed, resources
 from upstream_dagster.errors import UpstreamError
@@ -81,15 +73,17 @@ def core(settings: settings_mod.Settings) -> dg.Definitions:
 
 def build(settings: settings_mod.Settings) -> dg.Definitions:
     """The whole code location: the estate (from the dbt project's manifest) and every area."""
-    # Imported here, not at the top: dagster-dbt is heavy, and `core` must not pay for it.
+    # Imported here, not at the top: dagster-dbt is heavy, and `core` must not pay for it (nor
+    # for the reliability and remediation areas, which no job of `core` runs).
     from dagster_dbt import DbtCliResource
 
+    from upstream_dagster.defs import reliability, remediation
     from upstream_dagster.defs.estate import estate_defs, loads_feeds
 
     project = DbtProject.of(settings)
     project.ensure_ready()
-    # dagster-dbt runs dbt as a subprocess that inherits this environment.
-    os.environ["UPSTREAM_WAREHOUSE"] = str(settings.warehouse)
+    # dagster-dbt runs dbt as a subprocess that inherits this environment, in the project.
+    os.environ["UPSTREAM_WAREHOUSE"] = project.warehouse_path
     dbt = DbtCliResource(
         project_dir=str(project.project_dir),
         profiles_dir=str(project.project_dir),

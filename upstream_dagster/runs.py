@@ -11,7 +11,7 @@ import io
 import os
 import socket
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import dagster as dg
 
@@ -25,12 +25,13 @@ from upstream_dagster.defs.instance import EPHEMERAL_ENV as EPHEMERAL_ENV
 from upstream_dagster.defs.instance import dagster_instance as dagster_instance
 from upstream_dagster.defs.instance import gate_store as gate_store
 from upstream_dagster.defs.instance import run_instance
-from upstream_dagster.defs.remediation import DRIVER_TAG, INCIDENT_TAG
 from upstream_dagster.defs.resources import ReviewerToken
 from upstream_dagster.errors import UpstreamError
-from upstream_dagster.reliability.verdict import Verdict
 from upstream_dagster.settings import Settings
 from upstream_dagster.state import approvals, claims
+
+if TYPE_CHECKING:
+    from upstream_dagster.reliability.verdict import Verdict
 
 
 def failure_message(result: dg.ExecuteInProcessResult) -> str:
@@ -256,6 +257,9 @@ def approve_incident(
 ) -> IncidentFixed:
     """An incident's fix, approved: the fix, the rebuild, the resolution, each a run of its own
     (the sensors that chain them in the UI leave a chain tagged as driven from here alone)."""
+    # the remediation area (and the reliability area it builds on) loads with the jobs it runs
+    from upstream_dagster.defs.remediation import DRIVER_TAG, INCIDENT_TAG
+
     tags = {DRIVER_TAG: "cli"}
     nonce = nonce or waiting_nonce(settings, "fix", digest)
     approval = {"verdict_digest": digest, "reviewer": reviewer, "proof": proof, "nonce": nonce}

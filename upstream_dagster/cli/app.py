@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import errno
-import importlib.util
+import importlib
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from types import ModuleType
-from typing import TYPE_CHECKING, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import typer
 from rich.console import Console
@@ -18,12 +18,11 @@ from rich.markup import escape
 
 from upstream_dagster import settings as settings_mod
 from upstream_dagster.clock import CLOCK_ENV, ClockError
-from upstream_dagster.datahub import Target, connected
-from upstream_dagster.datahub.summary import summarize
 from upstream_dagster.errors import UpstreamError
 
 if TYPE_CHECKING:
     from upstream_dagster.defs.progress import Progress
+    from upstream_dagster.spec.models import EstateSpec
 
 app = typer.Typer(
     help="Upstream: desired-state control plane for DataHub.",
@@ -35,19 +34,20 @@ err = Console(stderr=True, soft_wrap=True)
 T = TypeVar("T")
 
 
+class _Deferred(ModuleType):
+    """Stands for a module until an attribute of it is first asked for, then imports it and
+    answers from it (every time, so a patched attribute is seen). Nothing is looked up before:
+    not even the module's parent package, whose own imports may be heavy."""
+
+    def __getattr__(self, attr: str) -> Any:
+        return getattr(importlib.import_module(self.__name__), attr)
+
+
 def lazy(name: str) -> ModuleType:
-    """Module ``name``, executed on first use: a command that never launches a Dagster run (a
-    score read, a summary, --help) never pays for importing Dagster and the definitions."""
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.find_spec(name)
-    if spec is None or spec.loader is None:
-        raise ImportError(name)
-    spec.loader = importlib.util.LazyLoader(spec.loader)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
+    """Module ``name``, imported on first use: a command that never launches a Dagster run (a
+    score read, a summary, --help) never pays for importing Dagster and the definitions, and
+    one that reads only Dagster's journal (`queue`, `show`) never pays for DataHub's package."""
+    return sys.modules.get(name) or _Deferred(name)
 
 
 @contextmanager
@@ -152,6 +152,14 @@ def guarded(step: Callable[[], T]) -> T:
         fail(UpstreamError(str(exc), f"unset {CLOCK_ENV} or give it an ISO-8601 instant"))
 
 
+def estate_spec(settings: settings_mod.Settings) -> EstateSpec:
+    """estate.yaml, read; a bad file prints file:line and the fix, and exits 1. The spec's
+    models load here, not with the command line: `queue` and `show` never read the file."""
+    from upstream_dagster.spec.loader import load_estate
+
+    return guarded(lambda: load_estate(settings.estate_file))
+
+
 def plain(text: str) -> None:
     """Print text as it is: no markup, no highlighting."""
     out.print(text, markup=False, highlight=False)
@@ -177,6 +185,11 @@ def table(
 
 
 def print_summary(settings: settings_mod.Settings) -> None:
+    # DataHub's package (and the spec's models behind it) only for the commands that read it:
+    # `queue` and `show` read Dagster's journal alone
+    from upstream_dagster.datahub import Target, connected
+    from upstream_dagster.datahub.summary import summarize
+
     target = Target.of(settings)
     with connected(target) as graph:
         summary = summarize(graph)

@@ -12,16 +12,14 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from upstream_dagster import settings as settings_mod
-from upstream_dagster.cli.app import app, fail, guarded, lazy, out, plain
-from upstream_dagster.datahub import whoami
+from upstream_dagster.cli.app import app, estate_spec, fail, guarded, lazy, out, plain
 from upstream_dagster.errors import UpstreamError
-from upstream_dagster.spec.loader import load_estate
-from upstream_dagster.spec.models import Policies
 
 if TYPE_CHECKING:
     from upstream_dagster import gate
     from upstream_dagster.defs import instance
     from upstream_dagster.services import approval
+    from upstream_dagster.spec.models import Policies
     from upstream_dagster.state import approvals, keys
 else:  # imported when a command first uses them (the gate's signatures load cryptography)
     instance = lazy("upstream_dagster.defs.instance")
@@ -70,6 +68,8 @@ def prepare(
     proof = signed(policies, message, reviewer, key) if nonce else ""
     token = os.environ.get(token_env, "") if policies.identity == "datahub" else ""
     if token and not settings.gms_url:  # DataHub Lite has no users: said before launching
+        from upstream_dagster.datahub import whoami
+
         guarded(lambda: whoami(settings, token))
     request = gate.Request(
         approved, reviewer, proof=proof, nonce=nonce,
@@ -99,8 +99,11 @@ def trust(
 ) -> None:
     """Show the policy in force (who may approve, and how); with --reviewer, put estate.yaml's
     policy in force, approved as the policy in force asks."""
+    from upstream_dagster.datahub import whoami
+    from upstream_dagster.spec.models import Policies
+
     settings = settings_mod.load()
-    policies = guarded(lambda: load_estate(settings.estate_file)).policies
+    policies = estate_spec(settings).policies
     store = guarded(lambda: instance.gate_store(settings))
     state = guarded(lambda: approval.trust_state(store, policies, settings.policy_pin))
     if reviewer is None:

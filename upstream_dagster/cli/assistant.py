@@ -16,6 +16,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import ToolAnnotations
 
 from upstream_dagster import clock
+from upstream_dagster.conformance.detection import with_detection
 from upstream_dagster.conformance.plan import Plan
 from upstream_dagster.conformance.score import render
 from upstream_dagster.datahub import connected
@@ -83,7 +84,8 @@ def server(settings: Settings) -> MCPServer:
         """The conformance dial: per tier and per requirement, as DataHub reads now."""
         with _named(), connected(settings) as graph:
             spec = load_estate(settings.estate_file)
-            return render(scoring.read_and_score(graph, spec, clock.now_ms()))
+            found = coverage.detection_of(settings)
+            return render(scoring.read_and_score(graph, spec, clock.now_ms(), found))
 
     @app.tool(annotations=READ_ONLY)
     def violations(dataset: str) -> str:
@@ -96,10 +98,11 @@ def server(settings: Settings) -> MCPServer:
         )
         with _named(), connected(settings) as graph:
             spec = load_estate(settings.estate_file)
-            ctx = read_context(graph, clock.now_ms())
-            dial = scoring.dial_of(graph, spec, ctx)
             rejected = claims.rejected(instance.gate_store(settings))
-            batch = coverage.replan(ctx, spec, coverage.plan_inputs(settings, rejected))
+            inputs = coverage.plan_inputs(settings, rejected)
+            ctx = with_detection(read_context(graph, clock.now_ms()), inputs.detection, spec)
+            dial = scoring.dial_of(graph, spec, ctx)
+            batch = coverage.replan(ctx, spec, inputs)
         wanted = dataset.strip().lower()
 
         def named(urn: str) -> bool:  # as the dial, the plan and the UI name it, or its URN

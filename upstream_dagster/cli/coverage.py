@@ -8,11 +8,21 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from upstream_dagster import settings as settings_mod
-from upstream_dagster.cli.app import app, err, fail, guarded, lazy, out, plain, running, table
+from upstream_dagster.cli.app import (
+    app,
+    err,
+    estate_spec,
+    fail,
+    guarded,
+    lazy,
+    out,
+    plain,
+    running,
+    table,
+)
 from upstream_dagster.cli.approving import TOKEN_ENV, prepare
 from upstream_dagster.cli.incidents import approve_incident
 from upstream_dagster.errors import UpstreamError
-from upstream_dagster.spec.loader import load_estate
 
 if TYPE_CHECKING:
     from upstream_dagster import gate, runs
@@ -129,7 +139,7 @@ def nudges(
     from upstream_dagster.defs.resources import UpstreamResource
 
     settings = settings_mod.load()
-    spec = guarded(lambda: load_estate(settings.estate_file))
+    spec = estate_spec(settings)
     base = ui or (spec.policies.notify.ui_url if spec.policies.notify else "")
     runs_db = instance.dagster_instance(settings)
     upstream = UpstreamResource.of(settings, instance.gate_db(settings, runs_db))
@@ -193,7 +203,7 @@ def approve(
             )
         )
     _known_ids(planned, current, [*(ids or []), *(reject or [])])
-    spec = guarded(lambda: load_estate(settings.estate_file))
+    spec = estate_spec(settings)
     items = tuple((i, 0.0) for i in (ids or ["all"]))
     shown = gate.Subject("batch", current, current, items)
     ready = prepare(settings, spec.policies, shown, digest, reviewer, key, token_env)

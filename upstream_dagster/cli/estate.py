@@ -17,6 +17,7 @@ from upstream_dagster import settings as settings_mod
 from upstream_dagster.cli.app import (
     app,
     err,
+    estate_spec,
     fail,
     guarded,
     lazy,
@@ -25,19 +26,22 @@ from upstream_dagster.cli.app import (
     print_summary,
     running,
 )
-from upstream_dagster.conformance.score import Dial, render
-from upstream_dagster.datahub import Target, connected
 from upstream_dagster.errors import UpstreamError
-from upstream_dagster.spec import load_estate
 
 if TYPE_CHECKING:
-    from upstream_dagster import runs
+    from upstream_dagster import datahub, runs
+    from upstream_dagster.conformance import detection
+    from upstream_dagster.conformance import score as dials
+    from upstream_dagster.conformance.score import Dial
     from upstream_dagster.datahub import ingest
     from upstream_dagster.datahub import spike as spike_surfaces
     from upstream_dagster.defs import instance
     from upstream_dagster.services import scoring
     from upstream_dagster.warehouse import dbt_project
 else:  # imported when a command first uses them
+    datahub = lazy("upstream_dagster.datahub")
+    dials = lazy("upstream_dagster.conformance.score")
+    detection = lazy("upstream_dagster.conformance.detection")
     runs = lazy("upstream_dagster.runs")
     instance = lazy("upstream_dagster.defs.instance")
     ingest = lazy("upstream_dagster.datahub.ingest")
@@ -48,8 +52,9 @@ else:  # imported when a command first uses them
 
 @app.command()
 def demo() -> None:
-    """Build the demo estate, ingest it into DataHub, print what DataHub holds and the dial."""
-    _build_and_score(settings_mod.load())
+    """Build the demo estate, ingest it into DataHub, measure fault detection where a tier asks
+    for it (bounded by policies.detection.max_seconds), print what DataHub holds and the dial."""
+    _build_and_score(settings_mod.load(), detect=True)
 
 
 @app.command("build")
@@ -62,9 +67,10 @@ def build_estate() -> None:
     _build_and_score(settings)
 
 
-def _build_and_score(settings: settings_mod.Settings) -> None:
+def _build_and_score(settings: settings_mod.Settings, detect: bool = False) -> None:
     out.print(f"state folder: {settings.state_dir}")
-    guarded(lambda: load_estate(settings.estate_file))  # a bad file fails here, file:line, fix
+    spec = estate_spec(settings)  # a bad file fails here, file:line, fix
+    detect = detect and any(t.requirements.min_fault_detection for t in spec.tiers)
 
     def build() -> runs.Scored:
         project = dbt_project.DbtProject.of(settings)
@@ -77,12 +83,14 @@ def _build_and_score(settings: settings_mod.Settings) -> None:
         with running("building the estate (raw feeds -> dbt build -> DataHub)"):
             runs.run_job(settings, "estate_build")
         print_summary(settings)
+        if detect:  # before the score job, which reads the measurement
+            _detect(settings)
         with running(f"scoring {settings.estate_file.name} against DataHub"):
             return runs.score(settings)
 
     scored = guarded(build)
     out.print(f"\n[bold]{settings.estate_file.name} scored against DataHub:[/]")
-    out.print(render(scored.dial), end="", markup=False, highlight=False)
+    out.print(dials.render(scored.dial), end="", markup=False, highlight=False)
     out.print("\nNext: `make ui` to browse the assets, or `.venv/bin/upstream score`.")
 
 
@@ -107,20 +115,50 @@ def score(
     if estate is not None:
         os.environ["UPSTREAM_ESTATE"] = str(estate.resolve())
     settings = settings_mod.load()
-    spec = guarded(lambda: load_estate(settings.estate_file))  # a bad file: file:line, fix
+    spec = estate_spec(settings)  # a bad file: file:line, fix
     if record:
         with running("scoring (the score job)"):
             dial = guarded(lambda: runs.score(settings)).dial
     else:  # a read: the same service the conformance asset calls, without launching a run
 
         def read() -> Dial:
-            with connected(Target.of(settings)) as graph:
-                return scoring.read_and_score(graph, spec, clock.now_ms())
+            with datahub.connected(datahub.Target.of(settings)) as graph:
+                found = detection.load(settings.state_dir)  # the last `upstream detect`
+                return scoring.read_and_score(graph, spec, clock.now_ms(), found)
 
         dial = guarded(read)
-    out.print(render(dial), end="", markup=False, highlight=False)
+    out.print(dials.render(dial), end="", markup=False, highlight=False)
     if not dial.overall.checks:  # a yardstick that measures nothing is a broken estate file
         raise typer.Exit(1)
+
+
+@app.command()
+def detect(estate: EstateOption = None) -> None:
+    """Measure fault detection for the tiers that set min_fault_detection: seeded faults
+    (policies.detection: seed, faults_per_tier, max_seconds) tried one at a time on a sandbox
+    copy of the warehouse, never the team's; prints which check caught each and which none
+    did, and keeps the result for the dial (`upstream score`)."""
+    if estate is not None:
+        os.environ["UPSTREAM_ESTATE"] = str(estate.resolve())
+    settings = settings_mod.load()
+    spec = estate_spec(settings)  # a bad file: file:line, fix
+    found = guarded(lambda: _detect(settings))
+
+    def read() -> Dial:  # as the dial reads it: an assertion written since counts
+        with datahub.connected(datahub.Target.of(settings)) as graph:
+            return scoring.read_and_score(graph, spec, clock.now_ms(), found)
+
+    plain(detection.report(found, guarded(read).results))
+
+
+def _detect(settings: settings_mod.Settings) -> detection.Detection:
+    # the sandbox, dbt and the draw are imported here only: the command line starts light
+    from upstream_dagster.evaluation.detect import run_detection
+
+    def say(line: str) -> None:
+        err.print(f"detect: {line}", markup=False, highlight=False)
+
+    return run_detection(settings, say)
 
 
 @app.command()
@@ -142,14 +180,14 @@ def spike(
     """Exercise every DataHub surface Upstream uses against the configured DataHub (a GMS when
     DATAHUB_GMS_URL is set): PASS only for what read back. Writes go to one scratch dataset."""
     settings = settings_mod.load()
-    target = Target.of(settings)
+    target = datahub.Target.of(settings)
     try:
         if record is not None:
             from upstream_dagster.datahub.spike_record import recorded_spike
 
             server, surfaces = recorded_spike(target, record)
         else:
-            with connected(target) as graph:
+            with datahub.connected(target) as graph:
                 server = graph.server
                 surfaces = spike_surfaces.spike(graph)
     except UpstreamError as exc:
@@ -179,10 +217,10 @@ def load_datapack(path: Annotated[Path, typer.Argument(help=DATAPACK_HELP)]) -> 
     settings = settings_mod.load()
     if not path.exists():
         fail(UpstreamError(f"{path} does not exist", "pass the path of a datapack folder"))
-    target = Target.of(settings)
+    target = datahub.Target.of(settings)
 
     def load() -> ingest.IngestReport:
-        with connected(target, create=True):
+        with datahub.connected(target, create=True):
             pass
         return ingest.ingest_file(target, path)
 

@@ -10,17 +10,27 @@ from rich.text import Text
 
 from upstream_dagster import clock
 from upstream_dagster import settings as settings_mod
-from upstream_dagster.cli.app import app, err, fail, guarded, lazy, out, plain, running, table
+from upstream_dagster.cli.app import (
+    app,
+    err,
+    estate_spec,
+    fail,
+    guarded,
+    lazy,
+    out,
+    plain,
+    running,
+    table,
+)
 from upstream_dagster.cli.approving import TOKEN_ENV, prepare
-from upstream_dagster.datahub import Target, connected
 from upstream_dagster.errors import UpstreamError
-from upstream_dagster.spec.loader import load_estate
 
 if TYPE_CHECKING:
-    from upstream_dagster import gate, runs
+    from upstream_dagster import datahub, gate, runs
     from upstream_dagster.defs import incident_list, instance, journal
     from upstream_dagster.state import approvals, keys
 else:  # imported when a command first uses them
+    datahub = lazy("upstream_dagster.datahub")
     runs = lazy("upstream_dagster.runs")
     gate = lazy("upstream_dagster.gate")
     approvals = lazy("upstream_dagster.state.approvals")
@@ -31,8 +41,8 @@ else:  # imported when a command first uses them
 
 
 def short_id(key: str) -> str:
-    """An incident's short id (`datahub.incidents.short_id`, imported when first needed)."""
-    from upstream_dagster.datahub.incidents import short_id as of
+    """An incident's short id (`datahub.incident_keys.short_id`, imported when first needed)."""
+    from upstream_dagster.datahub.incident_keys import short_id as of
 
     return of(key)
 
@@ -50,7 +60,7 @@ def investigate(
     def failing() -> list[str]:
         from upstream_dagster.datahub.incidents import failing_now, named
 
-        with connected(Target.of(settings)) as graph:
+        with datahub.connected(datahub.Target.of(settings)) as graph:
             return list(named(graph, failing_now(graph, urn)))
 
     keys = guarded(failing)
@@ -79,12 +89,12 @@ def print_rca(summary: journal.VerdictSummary) -> None:
     arithmetic, the evidence, the patch, and what approving will do. On a terminal the prose is
     rendered; the patch is never wrapped into another shape or cut, and into a pipe or a file
     every line goes as it is."""
-    from rich.markdown import Markdown
-
     text = summary.rca or "(no analysis recorded)"
     if not out.is_terminal:
         plain(text)
     else:
+        from rich.markdown import Markdown  # markdown-it, only for a terminal
+
         for part, code in blocks(text):
             if code:
                 print_diff(part)
@@ -190,7 +200,7 @@ def approve_incident(
     summary = journal.verdict(instance.dagster_instance(settings), key)
     if summary is None:
         fail(UpstreamError(f"no verdict for incident {key}", "run `upstream investigate` first"))
-    policies = guarded(lambda: load_estate(settings.estate_file)).policies
+    policies = estate_spec(settings).policies
     shown = gate.Subject("fix", summary.digest, summary.digest, (("fix", 0.0),))
     ready = prepare(settings, policies, shown, summary.digest, reviewer, signing, token_env)
     plain(f"{short_id(key)}  {key}")
@@ -249,7 +259,7 @@ def sign(
     if kind not in ("batch", "fix"):
         fail(UpstreamError(f"unknown kind {kind!r}", "pass --kind batch or --kind fix"))
     settings = settings_mod.load()
-    policies = guarded(lambda: load_estate(settings.estate_file)).policies
+    policies = estate_spec(settings).policies
     if nonce is None:
         store = guarded(lambda: instance.gate_store(settings))
         held = guarded(lambda: approvals.outstanding(store, kind, digest))

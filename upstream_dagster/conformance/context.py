@@ -114,6 +114,20 @@ class IncidentFact:
     title: str = ""
 
 
+@dataclass(frozen=True)
+class FaultTrial:
+    """One seeded fault tried in a sandbox copy of the warehouse (`upstream detect`), and the
+    checks that fired on it: none is a fault nobody would notice."""
+
+    fault: str  # what was broken, e.g. "null_column on shop.orders.amount (30% of rows)"
+    relation: str  # the relation faulted: the asset itself or one of its feeds
+    kind: str
+    caught_by: tuple[str, ...] = ()
+    # for a fault nothing caught: the assertion templates that, on the asset itself, failed
+    # after it and passed on the clean copy (what a proposal would add, priced by the same run)
+    would_catch: tuple[str, ...] = ()
+
+
 @dataclass(frozen=True, slots=True)
 class AssetFacts:
     urn: str
@@ -141,6 +155,8 @@ class AssetFacts:
     container: str = ""  # the platform container it sits in (a schema, folder, workspace)
     sql: str = ""  # the SQL that builds it (viewProperties), when DataHub holds it
     jobs: tuple[str, ...] = ()  # the data jobs that read or write it
+    # The faults `upstream detect` tried on it and its feeds; None: never measured
+    fault_trials: tuple[FaultTrial, ...] | None = None
 
     @property
     def short_name(self) -> str:

@@ -15,7 +15,7 @@ from upstream_dagster.conformance.carry import Carry
 from upstream_dagster.conformance.context import AssetFacts, MetadataContext
 from upstream_dagster.conformance.describe import Described, describe, inherited
 from upstream_dagster.conformance.proposals import Change
-from upstream_dagster.conformance.requirements import CheckResult, ran
+from upstream_dagster.conformance.requirements import DETECT_COMMAND, CheckResult, detected_by, ran
 from upstream_dagster.conformance.stewardship import decide
 from upstream_dagster.spec.models import EstateSpec
 from upstream_dagster.spec.urns import field_dataset, field_path
@@ -175,6 +175,38 @@ def infer_assertions(a: AssetFacts, need: int, sla: float | None) -> Found | Abs
     )
 
 
+def infer_detection(a: AssetFacts) -> Found | Abstain:
+    """The fewest assertions that would have caught the faults that slipped through, each
+    already tried on the fault in the sandbox (`upstream detect`): greedily, the one that
+    catches the most of those left."""
+    if a.fault_trials is None:
+        return Abstain(f"fault detection: not measured; run `{DETECT_COMMAND}` first")
+    missed = [t for t in a.fault_trials if not detected_by(a, t)]
+    chosen: list[str] = []
+    left = list(missed)
+    while left:
+        counts = Counter(w for t in left for w in t.would_catch)
+        if not counts:
+            break
+        best = min(counts, key=lambda w: (-counts[w], w))
+        chosen.append(best)
+        left = [t for t in left if best not in t.would_catch]
+    if not chosen:
+        return Abstain(
+            "fault detection: no assertion Upstream runs (rows present, freshness, never NULL, "
+            "unique) failed on what slipped through; a dbt test or a monitor must",
+            tuple(f"missed: {t.fault}" for t in missed),
+        )
+    n, caught = len(a.fault_trials), len(a.fault_trials) - len(missed)
+    after = caught + len(missed) - len(left)
+    evidence = (
+        f"tried in the sandbox: {after} of {n} faults caught with them (now {caught})",
+        *(f"{w} fails on: {t.fault}" for w in chosen for t in missed if w in t.would_catch),
+        *(f"still missed: {t.fault}" for t in left),
+    )
+    return Change("add_assertions", tuple(chosen)), evidence
+
+
 def infer(
     ctx: MetadataContext,
     carry: Carry,
@@ -193,6 +225,13 @@ def infer(
         return infer_term(ctx, a)
     if r.requirement == "require_domain":
         return infer_domain(ctx, carry, a)
+    if r.requirement == "min_fault_detection":
+        if runnable is not None and a.urn not in runnable:
+            return Abstain(
+                "fault detection: no warehouse Upstream can reach holds this relation, so "
+                "nothing would run a proposed assertion"
+            )
+        return infer_detection(a)
     if r.requirement == "min_assertions":
         if runnable is not None and a.urn not in runnable:
             return Abstain(

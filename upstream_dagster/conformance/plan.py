@@ -227,7 +227,11 @@ def plan(
     for p in candidates:
         price = _price(base, simulate(ctx, spec, (p,), now_ms), ctx, p, top)
         # carried column documentation moves no check, and is still what a steward wants
-        unscored = p.change.kind == "set_column_descriptions" and price.checks_broken == 0
+        # ... nor do assertions that catch some of the faults that slipped through, not yet
+        # enough to pass: each raises the asset's measured detection as priced in its evidence
+        unscored = price.checks_broken == 0 and (
+            p.change.kind == "set_column_descriptions" or p.requirement == "min_fault_detection"
+        )
         if price.checks_fixed == 0 and price.delta_points <= 0 and not unscored:
             dropped += 1
             shown = ", ".join(p.change.values)[:120]

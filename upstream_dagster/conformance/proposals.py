@@ -18,6 +18,7 @@ from upstream_dagster.conformance.context import (
     MetadataContext,
 )
 from upstream_dagster.conformance.requirements import GENERATED, is_generated
+from upstream_dagster.conformance.requirements import assertion_urn as assertion_urn
 
 ChangeKind = Literal[
     "add_owner",
@@ -93,14 +94,6 @@ def _body(change: Change) -> list[object]:
 def proposal_id(asset: str, requirement: str, change: Change) -> str:
     raw = json.dumps([asset, requirement, *_body(change)])
     return "p-" + hashlib.sha256(raw.encode()).hexdigest()[:10]
-
-
-def assertion_urn(asset: str, template: str) -> str:
-    """Deterministic, so a second write of the same guard updates it instead of duplicating."""
-    return (
-        "urn:li:assertion:upstream-"
-        + hashlib.sha256(f"{asset}|{template}".encode()).hexdigest()[:24]
-    )
 
 
 def apply_change(asset: AssetFacts, change: Change, at_ms: int | None = None) -> AssetFacts:

@@ -6,11 +6,12 @@ incidents), never from what a team declared. Time is read from the one clock, pa
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
-from upstream_dagster.conformance.context import AssertionFact, AssetFacts
+from upstream_dagster.conformance.context import AssertionFact, AssetFacts, FaultTrial
 from upstream_dagster.spec.models import Requirements
 from upstream_dagster.spec.urns import short, to_urns
 
@@ -163,6 +164,54 @@ def required_structured_properties(
     return "pass", f"has {_names(wanted)}", wanted
 
 
+DETECT_COMMAND = "upstream detect"
+
+
+def assertion_urn(asset: str, template: str) -> str:
+    """A proposed assertion's URN on ``asset``. Deterministic, so a second write of the same
+    guard updates it instead of duplicating, and the dial recognises it."""
+    return (
+        "urn:li:assertion:upstream-"
+        + hashlib.sha256(f"{asset}|{template}".encode()).hexdigest()[:24]
+    )
+
+
+def detected_by(a: AssetFacts, trial: FaultTrial) -> tuple[str, ...]:
+    """The checks that catch ``trial`` on ``a`` now: those that fired in the sandbox, and the
+    assertions the asset carries now that failed on the fault there (a proposal's, written)."""
+    present = {x.urn for x in a.assertions}
+    added = tuple(f"assertion {t}" for t in trial.would_catch if assertion_urn(a.urn, t) in present)
+    return trial.caught_by + added
+
+
+def min_fault_detection(
+    a: AssetFacts, r: Requirements, now: int
+) -> tuple[Status, str, tuple[str, ...]]:
+    assert r.min_fault_detection is not None
+    trials = a.fault_trials
+    if trials is None:
+        return (
+            "not_evaluable",
+            f"fault detection not measured: run `{DETECT_COMMAND}` (it breaks a sandbox copy "
+            "of the warehouse, never the team's)",
+            (),
+        )
+    if not trials:
+        return "not_evaluable", "no fault of a known kind applies to it or its feeds", ()
+    by = [(t, detected_by(a, t)) for t in trials]
+    caught = [(t, c) for t, c in by if c]
+    share = len(caught) / len(trials)
+    missed = tuple(f"missed: {t.fault}" for t, c in by if not c)
+    found = tuple(f"caught by {', '.join(c)}: {t.fault}" for t, c in caught)
+    what = (
+        f"checks caught {len(caught)} of {len(trials)} faults ({share:.0%}, "
+        f"needs {r.min_fault_detection:.0%})"
+    )
+    if share + 1e-9 >= r.min_fault_detection:
+        return "pass", what, missed + found
+    return "fail", what + f"; {len(missed)} slipped through", missed + found
+
+
 CHECKS: dict[str, Check] = {
     "require_owner": require_owner,
     "require_description": require_description,
@@ -173,6 +222,7 @@ CHECKS: dict[str, Check] = {
     "freshness_sla_hours": freshness_sla_hours,
     "max_open_incident_hours": max_open_incident_hours,
     "required_structured_properties": required_structured_properties,
+    "min_fault_detection": min_fault_detection,
 }
 
 

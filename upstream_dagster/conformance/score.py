@@ -10,6 +10,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from upstream_dagster.conformance import detection
 from upstream_dagster.conformance.context import MetadataContext
 from upstream_dagster.conformance.requirements import CheckResult, evaluate, is_generated
 from upstream_dagster.conformance.tiers import Scope, SelectorHit
@@ -164,6 +165,10 @@ def render(dial: Dial) -> str:
     lines.extend(_row(name, tally, width) for name, tally in dial.by_requirement)
     if any(n == "require_description" for n, _ in dial.by_requirement):
         lines.append(dial.descriptions.line())
+    found = detection.lines(dial.results)
+    if found:
+        lines.append("")
+        lines.extend(found)
     notes = warnings(dial)
     if notes:
         lines.append("")
@@ -194,6 +199,7 @@ def render_markdown(dial: Dial) -> str:
     text += "\n### By requirement\n\n" + head + rows(dial.by_requirement)
     if any(n == "require_description" for n, _ in dial.by_requirement):
         text += f"\n{dial.descriptions.line()}\n"
+    text += detection.markdown(dial.results)
     for note in warnings(dial):
         text += f"\n**{note}**\n"
     if dial.unmatched:

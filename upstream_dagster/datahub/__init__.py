@@ -48,16 +48,17 @@ def open_graph(target: Target | Settings, *, create: bool = False) -> MetadataGr
                 f"the state folder {folder} is a file, not a folder",
                 "point UPSTREAM_STATE_DIR at a folder (it is created if missing)",
             )
-    _sdk.prepare(where.sdk_home)
     # Each backend is imported when it is opened: a command that only reads Dagster's journal
     # (queue, show) never pays for either.
     if where.gms_url:
+        _sdk.prepare(where.sdk_home)
         from upstream_dagster.datahub.gms import GmsGraph
 
         return GmsGraph(where.gms_url, where.gms_token)
     from upstream_dagster.datahub.lite import LiteGraph
 
-    return LiteGraph(where.lite_file, create=create)
+    # DataHub Lite is read with SQL: the SDK (a third of a second to import) waits for a write
+    return LiteGraph(where.lite_file, create=create, sdk_home=where.sdk_home)
 
 
 def whoami(target: Target | Settings, token: str) -> str:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -14,6 +13,8 @@ from upstream_dagster.datahub.assertions import (
     assertion_label,
     check_kind,
 )
+from upstream_dagster.datahub.incident_keys import parse_key as parse_key
+from upstream_dagster.datahub.incident_keys import short_id as short_id
 from upstream_dagster.datahub.model import (
     AspectVersion,
     AssertionRun,
@@ -30,11 +31,6 @@ from upstream_dagster.reliability.walk import Memory, Trigger
 from upstream_dagster.spec.urns import platform_of, relation_of
 
 MEMORY = "urn:li:structuredProperty:lastRootCause"
-# DATASET@UTC-TIME~ASSERTION_ID; the id and the millisecond time make it exact.
-_KEY = re.compile(
-    r"^[^@~]*@(?P<iso>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)\.(?P<ms>\d{3})Z~(?P<id>[A-Za-z0-9_.-]+)$"
-)
-_OLD_KEY = re.compile(r"^(?P<id>[A-Za-z0-9_.-]+)@(?P<ts>\d+)$")  # ASSERTION_ID@MILLIS, before
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.:-]+")
 
 
@@ -71,12 +67,6 @@ def incident_key(run: AssertionRun, check: str = "") -> str:
     return f"{name}@{when}.{ms:03d}Z~{run.assertion_urn.removeprefix('urn:li:assertion:')}"
 
 
-def short_id(key: str) -> str:
-    """An incident's short id, six hex characters of its key's hash: what a person types
-    (``upstream show 3f9a1c``) and reads in the UI, the same on every machine."""
-    return hashlib.sha256(key.encode()).hexdigest()[:6]
-
-
 def named(graph: MetadataGraph, runs: list[AssertionRun]) -> dict[str, str]:
     """Each run's incident key -> the short name of its check (one DataHub read for them all)."""
     urns = sorted({r.assertion_urn for r in runs})
@@ -108,20 +98,6 @@ def same_event(key: str) -> tuple[str, int] | None:
         return parse_key(key)
     except UpstreamError:
         return None
-
-
-def parse_key(key: str) -> tuple[str, int]:
-    match = _KEY.match(key)
-    if match:
-        at = datetime.strptime(match["iso"], "%Y-%m-%dT%H:%M:%S").replace(tzinfo=UTC)
-        return f"urn:li:assertion:{match['id']}", int(at.timestamp()) * 1000 + int(match["ms"])
-    old = _OLD_KEY.match(key)
-    if not old:
-        raise UpstreamError(
-            f"{key!r} is not an incident key",
-            "incident keys look like DATASET@TIME~ASSERTION_ID; list them with `upstream queue`",
-        )
-    return f"urn:li:assertion:{old['id']}", int(old["ts"])
 
 
 def failing_runs(graph: MetadataGraph, since_ms: int | None) -> list[AssertionRun]:

@@ -70,8 +70,10 @@ class LiteGraph:
     transport = "lite"
     capabilities = LITE
 
-    def __init__(self, path: Path, *, create: bool = False) -> None:
+    def __init__(self, path: Path, *, create: bool = False, sdk_home: Path | None = None) -> None:
         self.path = Path(path)
+        # Reads are SQL on Lite's file; the SDK is imported (under sdk_home) on the first write
+        self._sdk_home = sdk_home
         self.counter = CallCounter()
         self._lock = threading.RLock()
         self._writer: Any = None
@@ -126,7 +128,7 @@ class LiteGraph:
         """DataHub Lite's own handle, opened on first write."""
         with self._lock:
             if self._writer is None:
-                _sdk.prepare()
+                _sdk.prepare(self._sdk_home)
                 from datahub.lite.lite_util import get_datahub_lite
 
                 self._writer = get_datahub_lite(
@@ -332,11 +334,13 @@ class LiteGraph:
     # -- writes -----------------------------------------------------------------------------
     def apply_change(self, urn: str, change: Change) -> Receipt:
         """Lite takes no patches: the change is merged into the current value and written."""
+        _sdk.prepare(self._sdk_home)  # the first write imports the SDK, under this sdk_home
         writer = WRITERS[change.kind]
         merged = writer.merge(current(self, urn, writer.aspect), change.values)
         return self.write_aspect(urn, writer.aspect, merged)
 
     def write_aspect(self, urn: str, aspect: str, value: Json) -> Receipt:
+        _sdk.prepare(self._sdk_home)
         try:
             mcp = build_mcp(urn, aspect, value)
         except (KeyError, ValueError, TypeError, AttributeError) as exc:
@@ -363,6 +367,7 @@ class LiteGraph:
                     f"SELECT DISTINCT aspect_name FROM {TABLE} WHERE urn = ?", [urn]
                 )
             }
+            _sdk.prepare(self._sdk_home)
             if deleted and left <= _sdk.timeseries_aspects():
                 self._con.execute(f"DELETE FROM {TABLE} WHERE urn = ?", [urn])
                 if self._has_table(EDGES):

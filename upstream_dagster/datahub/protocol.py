@@ -8,9 +8,8 @@ so no caller ever probes a graph object for a method or reads state left on it.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from upstream_dagster.conformance.proposals import Change
 from upstream_dagster.datahub.model import (
     AspectVersion,
     AssertionRun,
@@ -24,6 +23,10 @@ from upstream_dagster.datahub.model import (
     Transaction,
 )
 from upstream_dagster.datahub.timeline import ALL_CATEGORIES
+
+if TYPE_CHECKING:  # an annotation only: the proposals' module (and estate.yaml's models behind
+    # it) is no import of a command that reads Dagster's journal alone, as `queue` does
+    from upstream_dagster.conformance.proposals import Change
 
 
 @runtime_checkable

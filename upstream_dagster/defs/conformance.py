@@ -7,6 +7,7 @@ import warnings
 import dagster as dg
 
 from upstream_dagster import clock
+from upstream_dagster.conformance import detection
 from upstream_dagster.conformance.context import MetadataContext
 from upstream_dagster.conformance.risk import Violation
 from upstream_dagster.conformance.score import Dial, render_markdown
@@ -84,10 +85,11 @@ with warnings.catch_warnings():
     ),
 )
 def metadata_context(
-    context: dg.AssetExecutionContext, datahub: DataHubResource
+    context: dg.AssetExecutionContext, datahub: DataHubResource, upstream: UpstreamResource
 ) -> dg.Output[MetadataContext]:
+    found = detection.load(upstream.settings().state_dir)  # the last `upstream detect`
     with datahub.graph() as graph:
-        ctx = read_context(graph, clock.now_ms())
+        ctx = detection.with_detection(read_context(graph, clock.now_ms()), found, upstream.spec())
     table = "| slice | transport | calls | items | note |\n|---|---|---:|---:|---|\n" + "".join(
         f"| {s.name} | {s.transport}{' (fallback: ' + s.fallback + ')' if s.fallback else ''}"
         f" | {s.calls} | {s.items} | {s.note} |\n"
@@ -134,6 +136,9 @@ def conformance(
     }
     for name, tally in dial.by_tier:
         metadata[f"percent {name}"] = dg.MetadataValue.float(tally.percent)
+    caught = detection.caught_share(dial.results)
+    if caught is not None:  # a plot of detection over the runs, once it was measured
+        metadata["fault_detection_percent"] = dg.MetadataValue.float(round(100 * caught, 2))
     # Incident counts as numbers, so the UI plots them over the nightly runs beside the dial.
     states = {i.urn: i.state for a in metadata_context.assets for i in a.incidents}
     metadata["incidents_active"] = dg.MetadataValue.int(

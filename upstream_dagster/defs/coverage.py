@@ -63,6 +63,7 @@ def _context(upstream: UpstreamResource, warehouse: WarehouseResource) -> covera
         claims.rejected(upstream.gate),
         coverage.git_authors(upstream.settings().dbt_source_dir),
         warehouse.get(),
+        coverage.detection_of(upstream.settings()),
     )
 
 

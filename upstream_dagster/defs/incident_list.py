@@ -9,7 +9,7 @@ from typing import Any
 
 import dagster as dg
 
-from upstream_dagster.datahub.incidents import parse_key, short_id
+from upstream_dagster.datahub.incident_keys import parse_key, short_id
 from upstream_dagster.defs import journal
 from upstream_dagster.errors import UpstreamError
 from upstream_dagster.spec.urns import short

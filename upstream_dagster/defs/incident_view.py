@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dagster as dg
 
-from upstream_dagster.datahub.incidents import short_id
+from upstream_dagster.datahub.incident_keys import short_id
 from upstream_dagster.defs import launch
 from upstream_dagster.defs.launch import incident_page
 from upstream_dagster.reliability.verdict import Verdict
@@ -67,6 +67,19 @@ def failing_check(instance: dg.DagsterInstance, t: Triage) -> dg.AssetCheckKey |
     return None
 
 
+def latest_failure(
+    instance: dg.DagsterInstance, key: dg.AssetCheckKey
+) -> dg.AssetCheckEvaluation | None:
+    """The check's latest result, when it is a failure. A run that planned the check and never
+    evaluated it (dbt skipped the test below a failure) leaves no result: Dagster's record then
+    holds the plan, which says nothing of pass or fail."""
+    latest = instance.get_latest_asset_check_evaluation_record(key)
+    evaluation = latest.evaluation if latest is not None else None
+    if not isinstance(evaluation, dg.AssetCheckEvaluation) or evaluation.passed:
+        return None
+    return evaluation
+
+
 def link_to_failing_check(
     context: dg.AssetExecutionContext, t: Triage, v: Verdict, incident_urn: str
 ) -> str:
@@ -76,9 +89,8 @@ def link_to_failing_check(
     key = failing_check(context.instance, t)
     if key is None:
         return ""
-    latest = context.instance.get_latest_asset_check_evaluation_record(key)
-    evaluation = latest.evaluation if latest is not None else None
-    if evaluation is None or evaluation.passed:
+    evaluation = latest_failure(context.instance, key)
+    if evaluation is None:
         return ""
     ident = short_id(v.key)
     context.instance.report_runless_asset_event(

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import dagster as dg
 
-from upstream_dagster.datahub.incidents import short_id
+from upstream_dagster.datahub.incident_keys import short_id
 from upstream_dagster.defs import journal
 from upstream_dagster.defs.launch import incident_page
 from upstream_dagster.defs.resources import UpstreamResource

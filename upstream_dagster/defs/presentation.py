@@ -8,7 +8,7 @@ from typing import Any
 
 import dagster as dg
 
-from upstream_dagster.datahub.incidents import short_id
+from upstream_dagster.datahub.incident_keys import short_id
 from upstream_dagster.datahub.model import Receipt
 from upstream_dagster.reliability.verdict import Verdict, pull_request_text, rca_markdown
 from upstream_dagster.spec.urns import label_of, relation_of, short

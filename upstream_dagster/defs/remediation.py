@@ -21,7 +21,7 @@ from pydantic import Field
 
 from upstream_dagster import gate
 from upstream_dagster.datahub import whoami
-from upstream_dagster.datahub.incidents import short_id
+from upstream_dagster.datahub.incident_keys import short_id
 from upstream_dagster.defs import journal
 from upstream_dagster.defs.estate_jobs import estate_refresh_job
 from upstream_dagster.defs.instance import WRITEBACK_POOL

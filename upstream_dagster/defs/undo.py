@@ -42,7 +42,8 @@ def coverage_verify(
         raise dg.Failure("no write-back has been made yet: approve a batch first")
     last = written[0]
     with datahub.graph() as graph:
-        measured = coverage.measured_percent(graph, upstream.spec(), last.as_of_ms)
+        found = coverage.detection_of(upstream.settings())
+        measured = coverage.measured_percent(graph, upstream.spec(), last.as_of_ms, found)
     return dg.MaterializeResult(
         metadata={
             "batch_digest": last.digest,

@@ -26,14 +26,13 @@ def case_estate(root: Path, name: str) -> Path:
 
 def estate_env(settings: Settings) -> dict[str, str]:
     """The variables that select ``settings``' estate in another process."""
-    env = {
+    return {
         "UPSTREAM_DBT_SOURCE": str(settings.dbt_source_dir),
         "UPSTREAM_ESTATE": str(settings.estate_file),
         "UPSTREAM_PROJECT_ROOT": str(settings.project_root),
+        # empty: no feeds script, even where the configured estate has one
+        "UPSTREAM_FEEDS": str(settings.feeds_sql or ""),
     }
-    if settings.feeds_sql is not None:
-        env["UPSTREAM_FEEDS"] = str(settings.feeds_sql)
-    return env
 
 
 def estate_settings(settings: Settings, name: str | None) -> Settings:

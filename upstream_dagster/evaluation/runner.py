@@ -33,6 +33,7 @@ from upstream_dagster.datahub.incidents import check_name, failing_now, incident
 from upstream_dagster.datahub.model import AssertionRun, assertion_properties
 from upstream_dagster.errors import UpstreamError
 from upstream_dagster.evaluation.breakage import break_estate
+from upstream_dagster.evaluation.estates import estate_env
 from upstream_dagster.evaluation.grid import Result
 from upstream_dagster.evaluation.replay import replay
 from upstream_dagster.evaluation.scenario import Scenario, Trigger, load_scenario
@@ -305,17 +306,26 @@ def load_cases(paths: Iterable[Path]) -> list[Scenario]:
     return [load_scenario(p) for p in paths]
 
 
+def base_stamp(settings: Settings) -> str:
+    """What a clean base was built for: the clock and the estate (a base built for another
+    estate under the same folder is built again, never reused)."""
+    clock = os.environ.get("UPSTREAM_CLOCK", EVAL_CLOCK)
+    return "\n".join([clock, *(f"{k}={v}" for k, v in sorted(estate_env(settings).items()))])
+
+
 def eval_base(settings: Settings) -> Path:
     """The clean estate every live case copies: built once on the pinned eval clock, in
     ``.upstream/eval-base`` (the demo's own state is left alone)."""
     base = settings.state_dir / "eval-base"
     stamp = base / "eval-clock"
     clock = os.environ.get("UPSTREAM_CLOCK", EVAL_CLOCK)
-    if (base / "warehouse.duckdb").exists() and stamp.exists() and stamp.read_text() == clock:
+    chosen = estate_env(settings)  # the estate a case names, not only the configured one
+    built_for = base_stamp(settings)
+    if (base / "warehouse.duckdb").exists() and stamp.exists() and stamp.read_text() == built_for:
         return base
     shutil.rmtree(base, ignore_errors=True)
     base.mkdir(parents=True)
-    env = {**os.environ, "UPSTREAM_STATE_DIR": str(base), "UPSTREAM_CLOCK": clock}
+    env = {**os.environ, **chosen, "UPSTREAM_STATE_DIR": str(base), "UPSTREAM_CLOCK": clock}
     # in a process of its own: the build's clock and state folder are the evaluation's
     done = subprocess.run(
         [sys.executable, "-m", "upstream_dagster.evaluation.base"],
@@ -341,5 +351,5 @@ def eval_base(settings: Settings) -> Path:
             "fix the estate (its data, its models or its estate.yaml monitors) so that a clean "
             "build passes every check",
         )
-    stamp.write_text(clock)
+    stamp.write_text(built_for)
     return base

@@ -14,7 +14,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from upstream_dagster import clock, gate
+from upstream_dagster.conformance import detection
 from upstream_dagster.conformance.context import MetadataContext
+from upstream_dagster.conformance.detection import Detection
 from upstream_dagster.conformance.plan import Plan, plan, simulate
 from upstream_dagster.conformance.proposals import Proposal
 from upstream_dagster.datahub import changes
@@ -116,13 +118,20 @@ class PlanInputs:
     rejected: frozenset[str]
     authors: dict[str, str]
     warehouse: Warehouse | None
+    detection: Detection | None = None  # the last `upstream detect`, read with the graph
+
+
+def detection_of(settings: Settings) -> Detection | None:
+    """The last fault-detection measurement kept in the state folder (None: never made)."""
+    return detection.load(settings.state_dir)
 
 
 def plan_inputs(settings: Settings, rejected: frozenset[str]) -> PlanInputs:
     """What the score job plans with, for a reader outside Dagster (the assistant): the
     rejected ids it is given, the dbt model files' authors, the deployment's warehouse."""
     warehouse = Warehouse(settings.warehouse) if settings.warehouse.exists() else None
-    return PlanInputs(rejected, git_authors(settings.dbt_source_dir), warehouse)
+    authors = git_authors(settings.dbt_source_dir)
+    return PlanInputs(rejected, authors, warehouse, detection_of(settings))
 
 
 def replan(ctx: MetadataContext, spec: EstateSpec, inputs: PlanInputs) -> Plan:
@@ -139,7 +148,7 @@ def current_plan(
 ) -> tuple[MetadataContext, Plan]:
     """DataHub read afresh, at the batch's own instant (only graph changes matter), and planned
     again: the digest is the same exactly when nothing the batch depends on changed."""
-    ctx = read_context(graph, as_of_ms)
+    ctx = detection.with_detection(read_context(graph, as_of_ms), inputs.detection, spec)
     return ctx, replan(ctx, spec, inputs)
 
 
@@ -277,9 +286,11 @@ def write_claimed(
     return done
 
 
-def measured_percent(graph: MetadataGraph, spec: EstateSpec, as_of_ms: int) -> float:
+def measured_percent(
+    graph: MetadataGraph, spec: EstateSpec, as_of_ms: int, found: Detection | None = None
+) -> float:
     """The dial as DataHub reads now, at the batch's instant: what verify compares."""
-    ctx = read_context(graph, as_of_ms)
+    ctx = detection.with_detection(read_context(graph, as_of_ms), found, spec)
     return dial_of(graph, spec, ctx).overall.percent
 
 

@@ -243,12 +243,29 @@ def recheck(spec: EstateSpec, t: Triage, base: float | None) -> Recheck:
     return run
 
 
+def toward_check(project: DbtProject, fix: Remedy, t: Triage) -> Remedy:
+    """The fix's rebuild cut, for the sandbox, to what lies between each node it rebuilds and
+    the failing check (dbt's intersection ``a+,+b``): the check reads only its own ancestors,
+    so nothing else needs building to see it turn green. Approved, the fix still rebuilds
+    everything below what it changed."""
+    if not fix.rebuild:
+        return fix
+    if t.dbt_test:  # a test's ancestors include a relationships test's other table
+        target = _test_name(t.dbt_test)
+    else:
+        node = project.node_of(relation_of(t.trigger.symptom))
+        if node is None or node["resource_type"] not in ("model", "seed"):
+            return fix
+        target = str(node["name"])
+    return replace(fix, rebuild=tuple(f"{s},+{target}" for s in fix.rebuild))
+
+
 def simulate_step(
     graph: MetadataGraph, project: DbtProject, spec: EstateSpec, t: Triage, g: Gathered
 ) -> tuple[Remedy, Sim]:
     """The fix in a sandbox, with its control: the check re-run without it."""
     fix = build_remedy(project, g.investigation)
-    sim = simulate(project, fix, recheck(spec, t, baseline(graph, t)))
+    sim = simulate(project, toward_check(project, fix, t), recheck(spec, t, baseline(graph, t)))
     message = sim.message + (f" ({sim.seconds}s)" if sim.ran else "")
     if not g.investigation.ranked and not sim.ran:
         message = "no hypothesis to simulate"

@@ -255,19 +255,23 @@ def evaluate_template(
     con: Any, table: str, cols: Columns | None, template: str, now: datetime
 ) -> CheckOutcome:
     """A coverage proposal's assertion, evaluated on the warehouse: ``row_count_above_zero``,
-    ``freshness_within_<N>h`` (the newest value of the relation's date column), and
-    ``not_null:<column>``. What it cannot see is not evaluable, never a pass."""
+    ``freshness_within_<N>h`` (the newest value of the relation's date column),
+    ``not_null:<column>`` and ``unique:<column>``. What it cannot see is not evaluable, never a
+    pass."""
     if cols is None:
         return CheckOutcome(False, f"{table} is not in the warehouse", False)
     kind, _, column = template.partition(":")
     if kind == "row_count_above_zero":
         rows = wh.row_count(con, table)
         return CheckOutcome(rows > 0, f"{rows} rows")
+    if kind in ("not_null", "unique") and column.lower() not in {c.lower() for c, _ in cols}:
+        return CheckOutcome(False, f"column {column} missing")
     if kind == "not_null":
-        if column.lower() not in {c.lower() for c, _ in cols}:
-            return CheckOutcome(False, f"column {column} missing")
         share = wh.null_share(con, table, column)
         return CheckOutcome(share == 0, f"{column} is {share:.0%} NULL")
+    if kind == "unique":
+        twice = wh.repeated(con, table, column)
+        return CheckOutcome(twice == 0, f"{twice} value(s) of {column} appear more than once")
     if kind.startswith("freshness_within_") and kind.endswith("h"):
         try:
             hours = float(kind.removeprefix("freshness_within_").removesuffix("h"))

@@ -9,6 +9,7 @@ import hashlib
 import json
 
 from upstream_dagster.conformance.context import MetadataContext
+from upstream_dagster.conformance.detection import Detection, with_detection
 from upstream_dagster.conformance.risk import Violation, rank_violations
 from upstream_dagster.conformance.score import Dial, score
 from upstream_dagster.datahub.model import SearchQuery
@@ -24,8 +25,11 @@ def dial_of(graph: MetadataGraph, spec: EstateSpec, ctx: MetadataContext) -> Dia
     return score(ctx, spec, resolve_scope(graph, spec, ctx), ctx.as_of_ms)
 
 
-def read_and_score(graph: MetadataGraph, spec: EstateSpec, as_of_ms: int) -> Dial:
-    return dial_of(graph, spec, read_context(graph, as_of_ms))
+def read_and_score(
+    graph: MetadataGraph, spec: EstateSpec, as_of_ms: int, detection: Detection | None = None
+) -> Dial:
+    """The dial as DataHub reads now, with the last fault-detection measurement attached."""
+    return dial_of(graph, spec, with_detection(read_context(graph, as_of_ms), detection, spec))
 
 
 def ranked(ctx: MetadataContext, spec: EstateSpec, dial: Dial) -> tuple[Violation, ...]:

@@ -90,6 +90,9 @@ class Requirements(Strict):
     freshness_sla_hours: float | None = Field(default=None, gt=0)
     max_open_incident_hours: float | None = Field(default=None, gt=0)
     required_structured_properties: list[str] = Field(default_factory=list)
+    # The share (0..1) of seeded faults on the tier's assets and their feeds that the estate's
+    # checks must catch, measured in a sandbox by `upstream detect` (policies.detection)
+    min_fault_detection: float | None = Field(default=None, allow_inf_nan=False)
     # A description Upstream generated from the graph (labelled so in DataHub) meets
     # require_description only where this is on; a person's text always does.
     accept_generated_descriptions: bool = False
@@ -102,6 +105,21 @@ class Requirements(Strict):
             if name not in MODIFIERS and value not in (False, None, 0, []):
                 out.append(name)
         return out
+
+    @field_validator("min_fault_detection")
+    @classmethod
+    def _share(cls, value: float | None) -> float | None:
+        if value is None or 0 < value <= 1:
+            return value
+        if 1 < value <= 100:
+            raise ValueError(
+                f"min_fault_detection is a share from 0 to 1, not a percentage: write "
+                f"{value / 100:g} for {value:g}%"
+            )
+        raise ValueError(
+            "min_fault_detection is the share of faults the checks must catch, more than 0 and "
+            "at most 1 (e.g. 0.8); remove it to ask for none"
+        )
 
     @model_validator(mode="after")
     def _modifies_a_requirement(self) -> Requirements:
@@ -159,6 +177,16 @@ class ReliabilityPolicy(Strict):
     budgets: Budgets = Field(default_factory=Budgets)
 
 
+class DetectionPolicy(Strict):
+    """How `upstream detect` measures min_fault_detection: the seed of the draw (the same seed
+    draws the same faults) and its budget: faults per tier, and seconds for the whole run
+    (faults left when the time is spent are reported as not tried, never as caught)."""
+
+    seed: int = Field(default=1, ge=0, le=2**31)
+    faults_per_tier: int = Field(default=8, ge=1, le=200)
+    max_seconds: float = Field(default=600, gt=0, le=6 * 3600, allow_inf_nan=False)
+
+
 class RiskPolicy(Strict):
     """Names the business-critical parts of the graph; risk never guesses them from names."""
 
@@ -192,6 +220,7 @@ class Policies(Strict):
         default_factory=dict
     )
     reliability: ReliabilityPolicy = Field(default_factory=ReliabilityPolicy)
+    detection: DetectionPolicy = Field(default_factory=DetectionPolicy)
     risk: RiskPolicy = Field(default_factory=RiskPolicy)
     notify: Notify | None = None  # unset: no nudges
 

@@ -83,9 +83,17 @@ class DbtProject:
         data: dict[str, Any] = json.loads(self.manifest_path.read_text())
         return data
 
+    @property
+    def warehouse_path(self) -> str:
+        """The warehouse as the profile sees it: relative to the project, where dbt runs. dbt
+        parses again from scratch when the profile's connection changes, and an absolute path
+        would change it in every sandbox copy; relative, a copy keeps the deployed project's
+        parse (seconds per dbt command)."""
+        return os.path.relpath(self.warehouse, self.project_dir)
+
     def env(self) -> dict[str, str]:
         env = dict(os.environ)
-        env["UPSTREAM_WAREHOUSE"] = str(self.warehouse)
+        env["UPSTREAM_WAREHOUSE"] = self.warehouse_path
         env["DBT_PROFILES_DIR"] = str(self.project_dir)
         env["DBT_SEND_ANONYMOUS_USAGE_STATS"] = "false"
         env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"

@@ -235,6 +235,16 @@ def null_share(con: duckdb.DuckDBPyConnection, table: str, column: str) -> float
     return float(nulls) / total if total else 0.0
 
 
+def repeated(con: duckdb.DuckDBPyConnection, table: str, column: str) -> int:
+    """How many values of ``column`` appear on more than one row (NULLs aside)."""
+    sql = (
+        f"SELECT count(*) FROM (SELECT {quote(column)} FROM {rel(table)} "
+        f"WHERE {quote(column)} IS NOT NULL GROUP BY 1 HAVING count(*) > 1)"
+    )
+    row = con.execute(sql).fetchone()
+    return int(row[0]) if row else 0
+
+
 def row_count(con: duckdb.DuckDBPyConnection, table: str) -> int:
     return int((con.execute(f"SELECT count(*) FROM {rel(table)}").fetchone() or (0,))[0])
 

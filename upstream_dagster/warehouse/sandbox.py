@@ -69,6 +69,12 @@ def _sandbox(project: DbtProject, folder: Path) -> DbtProject:
     return box
 
 
+def sandbox_copy(project: DbtProject, folder: Path) -> DbtProject:
+    """A throwaway copy of the deployed project and its warehouse in ``folder`` (what
+    `simulate` tries a fix on, and `upstream detect` breaks)."""
+    return _sandbox(project, folder)
+
+
 def _build(box: DbtProject, selectors: tuple[str, ...]) -> str:
     done = box.run("build", "--select", *selectors)
     if done.returncode != 0 and not (box.project_dir / "target/run_results.json").exists():

@@ -1,0 +1,121 @@
+"""The random suites' faults that fire no check, before and after the detection proposals.
+
+    python -m upstream_dagster.evaluation.bench.detection [--random 20] [--seed 51]
+
+On a copy of the built estate's state folder (the estate's own is never touched): the random
+suites' draw (`upstream eval --random N --seed S`, `evaluation.draw`) is tried fault by fault on
+a sandbox copy, as `upstream detect` tries its own (each fault, then what is downstream built
+with its dbt tests, the monitors and the assertions Upstream runs), and the share of faults
+that fire no check is printed. Then estate.yaml is asked for `min_fault_detection` on every
+tier (a copy; tiers that ask already keep their share), `upstream detect` measures it, the score
+job plans, every detection proposal is approved and written, and the same draw is tried again.
+The random suites grade what fired; a fault nothing fires on is the gap these proposals close.
+The estate must let `alice` approve without a key (`identity: not-enforced`), as the demo does.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from upstream_dagster import settings as settings_mod
+from upstream_dagster.errors import UpstreamError
+from upstream_dagster.evaluation.detect import Bench, _planned, run_detection
+from upstream_dagster.evaluation.draw import draw
+from upstream_dagster.evaluation.estate_model import read_estate
+from upstream_dagster.evaluation.scenario import Fault
+from upstream_dagster.settings import Settings
+from upstream_dagster.spec.loader import load_estate
+from upstream_dagster.warehouse.dbt_project import DbtProject
+from upstream_dagster.warehouse.sandbox import sandbox_copy
+
+# what the copy leaves out: Dagster's instance (made anew), sandboxes, records, other estates
+_SKIP = ("dagster_home", "sandboxes", "records", "bench", "eval-base", "subscriptions")
+
+
+def missed(settings: Settings, faults: list[Fault]) -> tuple[int, int]:
+    """(faults no check caught, faults tried) on a fresh sandbox of ``settings``' estate."""
+    spec = load_estate(settings.estate_file)
+    _, _, watch = _planned(settings, spec)
+    with tempfile.TemporaryDirectory(dir=settings.state_dir) as folder:
+        bench = Bench(
+            sandbox_copy(DbtProject.of(settings), Path(folder)), spec, watch, Path(folder)
+        )
+        bench.prepare()
+        tried = quiet = 0
+        for fault in faults:
+            try:
+                caught = bench.trial(fault)
+            except UpstreamError:
+                continue  # a fault this estate cannot take is no measurement
+            tried += 1
+            quiet += not caught
+    return quiet, tried
+
+
+def _asking(estate: Path, out: Path, share: float) -> None:
+    """``estate`` with min_fault_detection on every tier (kept where a tier sets it)."""
+    body: dict[str, Any] = yaml.safe_load(estate.read_text())
+    for tier in body["tiers"]:
+        tier["requirements"].setdefault("min_fault_detection", share)
+    out.write_text(yaml.safe_dump(body, sort_keys=False))
+
+
+def approve_detection(settings: Settings) -> list[str]:
+    """Plan (the score job) and approve every detection proposal, as a reviewer would."""
+    from upstream_dagster.runs import run_job
+    from upstream_dagster.state import approvals
+    from upstream_dagster.state.store import GateStore
+
+    batch = run_job(settings, "score").output_for_node("proposals")
+    chosen = [p for p in batch.proposals if p.requirement == "min_fault_detection"]
+    if not chosen:
+        return []
+    held = approvals.outstanding(GateStore.local(settings.state_dir), "batch", batch.digest)
+    config = {
+        "batch_digest": batch.digest,
+        "approve": [p.id for p in chosen],
+        "reviewer": "alice",
+        "nonce": held.nonce if held else "",
+    }
+    run_job(settings, "coverage_writeback_job", {"ops": {"coverage_writeback": {"config": config}}})
+    return [f"{batch.display(p.asset)}: {', '.join(p.change.values)}" for p in chosen]
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--random", type=int, default=20, help="faults in the draw")
+    parser.add_argument("--seed", type=int, default=51, help="the random suite's seed")
+    parser.add_argument("--share", type=float, default=0.8, help="min_fault_detection asked")
+    args = parser.parse_args(argv)
+    base = settings_mod.load()
+    if not base.warehouse.exists():
+        raise SystemExit("no built estate: run `make demo` (or `upstream build`) first")
+    with tempfile.TemporaryDirectory(prefix="bench-detection-") as work:
+        state = Path(work) / "state"
+        shutil.copytree(base.state_dir, state, ignore=shutil.ignore_patterns(*_SKIP))
+        _asking(base.estate_file, Path(work) / "estate.yaml", args.share)
+        os.environ["UPSTREAM_STATE_DIR"] = str(state)
+        os.environ["UPSTREAM_ESTATE"] = str(Path(work) / "estate.yaml")
+        settings = settings_mod.load()
+        cases = draw(read_estate(settings), args.random, args.seed)
+        faults = [f for c in cases for f in c.faults if f.kind != "metadata"]
+        before = missed(settings, faults)
+        run_detection(settings, lambda line: print(f"detect: {line}", flush=True))
+        written = approve_detection(settings)
+        after = missed(settings, faults)
+    print(f"random suite, seed {args.seed}: {len(faults)} faults drawn, {before[1]} tried")
+    for label, (quiet, tried) in (("before", before), ("after", after)):
+        share = f"{quiet / tried:.0%}" if tried else "n/a"
+        print(f"  {label} the detection proposals: {quiet} of {tried} fired no check ({share})")
+    print(f"  approved ({len(written)}): " + ("; ".join(written) or "none proposed"))
+
+
+if __name__ == "__main__":
+    main()
