@@ -96,7 +96,7 @@ class LazyColumns(Sequence[Column]):
         return f"LazyColumns({len(self)} fields)"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class AssertionFact:
     urn: str
     kind: str  # e.g. "dbt", "dbt Freshness", or the assertion type
@@ -105,7 +105,7 @@ class AssertionFact:
     last_run_ms: int | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class IncidentFact:
     urn: str
     state: str  # ACTIVE | RESOLVED
@@ -128,7 +128,7 @@ class FaultTrial:
     would_catch: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class AssetFacts:
     urn: str
     entity_type: str = "dataset"

@@ -26,7 +26,7 @@ def is_generated(text: str) -> bool:
     return text.startswith(GENERATED)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class CheckResult:
     asset: str
     tier: str

@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, lru_cache
 
 from upstream_dagster.conformance.context import AssetFacts, MetadataContext
 from upstream_dagster.conformance.requirements import CheckResult
@@ -39,7 +39,7 @@ DAY_MS = 86_400_000
 CONSUMERS = ("dashboard", "chart")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Term:
     name: str
     weight: float
@@ -51,7 +51,7 @@ class Term:
         return 0.0 if self.value is None else self.weight * self.value
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Risk:
     terms: tuple[Term, ...]
 
@@ -65,6 +65,12 @@ class Risk:
             value = "n/a" if t.value is None else f"{t.value:.2f}"
             parts.append(f"{t.weight:.2f} x {t.name} {value} ({t.why})")
         return f"risk {self.score:.3f} = " + " + ".join(parts)
+
+
+@lru_cache(maxsize=256)
+def _uncertainty(confidence: float) -> Term:
+    """One shared term per confidence (most violations share 1.0), not one per violation."""
+    return Term("uncertainty", 0.10, 1.0 - confidence, f"confidence {confidence:.2f}")
 
 
 class RiskModel:
@@ -144,8 +150,7 @@ class RiskModel:
         return self._terms[key]
 
     def risk(self, result: CheckResult, confidence: float = 1.0) -> Risk:
-        uncertainty = Term("uncertainty", 0.10, 1.0 - confidence, f"confidence {confidence:.2f}")
-        return Risk(terms=(*self._asset_terms(result.asset, result.tier), uncertainty))
+        return Risk(terms=(*self._asset_terms(result.asset, result.tier), _uncertainty(confidence)))
 
     def _criticality(self, a: AssetFacts, tier: str) -> Term:
         rank = self.tier_rank.get(tier, 0.0)
@@ -223,7 +228,7 @@ class RiskModel:
         )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Violation:
     check: CheckResult
     risk: Risk

@@ -4,7 +4,7 @@ newest of what DataHub records about it."""
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -185,6 +185,9 @@ def assemble(
     ups, downs, column_edges, jobs_of = _lineage(edges, raw, prime)
     assets = []
     empty: Json = {}
+    # A URN's raw aspects are dropped once the last asset built from them is: at a million
+    # datasets the raw JSON and the facts made from it no longer have to fit side by side.
+    uses = Counter(u for group in groups.values() for u in group)
     for primary, group in sorted(groups.items()):
         members = list(group)
         # a field's text on a twin documents the same field here (DataHub's sibling rule)
@@ -195,6 +198,10 @@ def assemble(
             _facts_of(u, raw.aspects.get(u, empty), {**twin_docs, **raw.field_docs.get(u, {})})
             for u in members
         ]
+        for u in members:
+            uses[u] -= 1
+            if not uses[u]:
+                raw.aspects.pop(u, None)
         main = facts[0]
         columns = main["columns"] or next((f["columns"] for f in facts if f["columns"]), ())
         fresh = [runs_by_output[u] for u in members if u in runs_by_output]

@@ -35,13 +35,13 @@ class AspectVersion:
     value: Json
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ColumnEdge:
     upstream_field: str  # schemaField URN
     downstream_field: str  # schemaField URN
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class LineageEdge:
     """``upstream`` feeds ``downstream``. ``via`` names the aspect the edge was read from."""
 

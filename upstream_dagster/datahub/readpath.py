@@ -30,6 +30,7 @@ from upstream_dagster.datahub.assertions import (
 )
 from upstream_dagster.datahub.model import SearchQuery
 from upstream_dagster.datahub.protocol import MetadataGraph
+from upstream_dagster.datahub.schema_slim import read_schemas
 from upstream_dagster.datahub.signals import is_build_check
 from upstream_dagster.datahub.surroundings import read_field_documentation, read_surroundings
 from upstream_dagster.spec.urns import (
@@ -159,7 +160,7 @@ def read_context(graph: MetadataGraph, as_of_ms: int) -> MetadataContext:
     _slice(raw, graph, "assertions", read_assertions, "no assertions in DataHub")
 
     def schema_fields() -> int:
-        n = _read_aspects(raw, graph, ["schemaMetadata", "editableSchemaMetadata"])
+        n = read_schemas(graph, raw.urns, raw.aspects)
         return n + read_field_documentation(raw, graph)
 
     def around() -> int:

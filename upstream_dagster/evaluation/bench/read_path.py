@@ -50,11 +50,18 @@ def read_once(lite_file: Path) -> tuple[float, int, int]:
 def ensure_estate(n: int, seed: int) -> Path:
     lite_file = load().state_dir / "bench" / f"estate-v2-{n}-{seed}.sqlite"
     if not lite_file.exists():
+        # Written under a temporary name and renamed when whole: an interrupted generation
+        # never leaves a half estate that a later run would take for the cached one.
+        partial = lite_file.with_name(lite_file.name + ".partial")
         start = time.perf_counter()
-        written = generate(lite_file, n, seed)
+        written = generate(partial, n, seed)
+        for suffix in ("-wal", "-shm", ""):
+            if Path(f"{partial}{suffix}").exists():
+                Path(f"{partial}{suffix}").rename(f"{lite_file}{suffix}")
         print(
-            f"generated {n} datasets ({written} aspects through Lite's write) in "
-            f"{time.perf_counter() - start:.0f} s -> {lite_file}"
+            f"generated {n} datasets ({written} aspects, the rows Lite's write makes) in "
+            f"{time.perf_counter() - start:.0f} s -> {lite_file}",
+            flush=True,
         )
     return lite_file
 
