@@ -3,7 +3,6 @@ the real parts) and each test that changes it gets a file copy of the state fold
 
 from __future__ import annotations
 
-import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -59,20 +58,14 @@ def built_estate(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from upstream_dagster.warehouse.dbt_project import DbtProject
 
     state = tmp_path_factory.mktemp("estate") / "state"
-    saved = {k: os.environ.get(k) for k in _env(state)}
-    os.environ.update(_env(state))
-    try:
+    with pytest.MonkeyPatch.context() as env:  # the session's environment, restored after
+        for key, value in _env(state).items():
+            env.setenv(key, value)
         settings = settings_mod.load()
         project = DbtProject.of(settings)
         project.deploy()
         project.parse()
         run_job(settings, "estate_build")
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
     return state
 
 

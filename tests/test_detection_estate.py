@@ -6,7 +6,6 @@ check that caught each of the others; the team's warehouse untouched."""
 from __future__ import annotations
 
 import hashlib
-import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -60,18 +59,12 @@ def seeded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
         "UPSTREAM_STATE_DIR": str(root / "state"),
         "UPSTREAM_CLOCK": "2026-11-29T06:00:00Z",
     }
-    saved = {k: os.environ.get(k) for k in [*env, "UPSTREAM_FEEDS"]}
-    os.environ.update(env)
-    os.environ.pop("UPSTREAM_FEEDS", None)
-    try:
+    with pytest.MonkeyPatch.context() as patch:  # the module's environment, restored after
+        for key, value in env.items():
+            patch.setenv(key, value)
+        patch.delenv("UPSTREAM_FEEDS", raising=False)
         result = CliRunner().invoke(app, ["build"])
         assert result.exit_code == 0, result.output[-3000:]
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
     return env
 
 
