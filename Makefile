@@ -89,8 +89,8 @@ SUBS_ENV := UPSTREAM_DBT_SOURCE=$(SUBS)/dbt UPSTREAM_ESTATE=$(SUBS)/estate.yaml 
 N_RANDOM := 20
 FIT_SEEDS := 13
 FIT_SUBS_SEEDS := 23
-SEEDS := 51
-SUBS_SEEDS := 61
+SEEDS := 51 52
+SUBS_SEEDS := 61 62
 
 ## Random suites, live: 20 seeded faults per held-out seed on the demo estate and on the second
 ## estate; writes their records and grids (docs/evaluation.md). Minutes per case on 2 cores.
