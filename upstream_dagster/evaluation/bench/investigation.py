@@ -70,17 +70,11 @@ class Estate:
 
 
 def _descendants(ups: dict[str, tuple[str, ...]], cause: str) -> set[str]:
-    downs: dict[str, list[str]] = {}
+    downs: dict[str, tuple[str, ...]] = {}
     for down, parents in ups.items():
         for up in parents:
-            downs.setdefault(up, []).append(down)
-    seen, stack = {cause}, [cause]
-    while stack:
-        for d in downs.get(stack.pop(), ()):
-            if d not in seen:
-                seen.add(d)
-                stack.append(d)
-    return seen
+            downs[up] = (*downs.get(up, ()), down)
+    return _ancestors(downs, cause)  # the ancestors over the reversed edges
 
 
 def _ancestors(ups: dict[str, tuple[str, ...]], node: str) -> set[str]:
