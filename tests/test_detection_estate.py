@@ -163,11 +163,15 @@ def test_approving_the_proposed_check_raises_detection_to_the_projection_and_res
     assert CliRunner().invoke(app, ["detect"]).exit_code == 0
     batch = run_job(settings, "score").output_for_node("proposals")
     [proposal] = [p for p in batch.proposals if p.requirement == "min_fault_detection"]
-    # the duplicated rows of the mart: a uniqueness assertion on its grain, tried on the fault
-    assert proposal.change.values == ("unique:region",)
+    # the duplicated rows of the mart: a uniqueness assertion on its grain; the new code value
+    # upstream ('unknown') makes a region of a handful of invoices: the range learnt from the
+    # clean mart. Both tried on the faults in the sandbox.
+    assert proposal.change.values == ("in_range:invoices=38..260", "unique:region")
     assert any("unique:region fails on: duplicate_rows" in e for e in proposal.evidence)
+    assert any("in_range:invoices=38..260 fails on: set_value" in e for e in proposal.evidence)
+    assert any("still missed: set_value" in e for e in proposal.evidence)
     before, projected = _detection_reason(batch.base), _detection_reason(batch.projected)
-    assert "caught 0 of 3 faults" in before and "caught 1 of 3 faults" in projected
+    assert "caught 0 of 3 faults" in before and "caught 2 of 3 faults" in projected
 
     held = approvals.outstanding(GateStore.local(settings.state_dir), "batch", batch.digest)
     config = {"batch_digest": batch.digest, "approve": [proposal.id], "reviewer": "alice",
@@ -180,10 +184,15 @@ def test_approving_the_proposed_check_raises_detection_to_the_projection_and_res
     # measured again from scratch: the written assertion runs in the sandbox and catches it
     again = CliRunner().invoke(app, ["detect"])
     assert again.exit_code == 0, again.output[-3000:]
-    assert "caught 1 of 3 faults" in again.output
+    assert "caught 2 of 3 faults" in again.output
     measured = detection.load(settings.state_dir)
     assert measured is not None
-    assert sum(1 for t in measured.all_trials() if t.would_catch == ("unique:region",)) == 1
+    written = set(proposal.change.values)
+    held_by = [written & set(t.would_catch) for t in measured.all_trials()]
+    assert sorted(map(sorted, filter(None, held_by))) == [
+        ["in_range:invoices=38..260"],
+        ["unique:region"],
+    ]
 
     run_job(
         settings, "coverage_reset_job", {"ops": {"coverage_reset": {"config": {"confirm": True}}}}

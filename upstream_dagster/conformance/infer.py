@@ -194,7 +194,8 @@ def infer_detection(a: AssetFacts) -> Found | Abstain:
     if not chosen:
         return Abstain(
             "fault detection: no assertion Upstream runs (rows present, freshness, never NULL, "
-            "unique) failed on what slipped through; a dbt test or a monitor must",
+            "unique, accepted values, value range) failed on what slipped through; a dbt test "
+            "or a monitor must",
             tuple(f"missed: {t.fault}" for t in missed),
         )
     n, caught = len(a.fault_trials), len(a.fault_trials) - len(missed)

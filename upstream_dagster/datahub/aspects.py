@@ -5,6 +5,7 @@ definitions. Each role keeps its own ``upstream_<role>`` property, so readers te
 
 from __future__ import annotations
 
+from upstream_dagster.conformance.templates import describe, parse
 from upstream_dagster.datahub.model import Json
 from upstream_dagster.spec.urns import field_urn
 
@@ -34,15 +35,15 @@ def assertion_info(
 
 
 def template_assertion(dataset: str, template: str) -> Json:
-    """A proposal's assertion: ``kind`` or ``kind:column`` from a fixed catalog."""
-    kind, _, column = template.partition(":")
+    """A proposal's assertion: a template of `services.templates`' catalog."""
+    t = parse(template)
     return assertion_info(
         dataset,
-        label=f"upstream {kind}",
+        label=f"upstream {t.kind}",
         logic=template,
-        description=f"Upstream guard: {template.replace('_', ' ')}",
+        description=describe(template),
         properties={"upstream_template": template},
-        column=column or None,
+        column=t.column or None,
     )
 
 

@@ -17,7 +17,8 @@ import duckdb
 
 from upstream_dagster import clock
 from upstream_dagster.reliability.rules import judge
-from upstream_dagster.services.observe import Node, evaluate_template, measure
+from upstream_dagster.services.observe import Node, measure
+from upstream_dagster.services.templates import evaluate_template, learn
 from upstream_dagster.spec.models import Monitor
 from upstream_dagster.spec.urns import relation_of
 from upstream_dagster.warehouse import duckdb_warehouse as wh
@@ -153,8 +154,9 @@ def _template_passes(con: Any, tables: dict[str, wh.Columns], table: str, templa
 
 def candidates(warehouse: Path, table: str, sla: float | None) -> tuple[str, ...]:
     """The assertion templates Upstream runs that hold on ``table`` in the clean copy: rows
-    present, fresh within the tier's SLA, each column never NULL, each column unique. Only a
-    template that passes on clean data can catch a fault without paging on a clean day."""
+    present, fresh within the tier's SLA, each column never NULL, each key unique, each code
+    column within its values, each measure within bounds around its values. Only a template
+    that passes on clean data can catch a fault without paging on a clean day."""
     with wh.connect(warehouse) as con:
         tables = wh.relations(con)
         cols = tables.get(table, [])
@@ -162,6 +164,7 @@ def candidates(warehouse: Path, table: str, sla: float | None) -> tuple[str, ...
         found += [f"freshness_within_{sla:g}h"] if sla and wh.date_column(cols) else []
         found += [f"not_null:{c}" for c, _ in cols]
         found += [f"unique:{c}" for c in _keys(cols)]
+        found += learn(con, table, cols) if table in tables else []
         return tuple(t for t in found if _template_passes(con, tables, table, t))
 
 

@@ -20,7 +20,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterable
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -279,19 +279,25 @@ def run_suite(
     jobs: int,
     on_done: Callable[[Scenario, list[Result], dict[str, Any] | None, str], None],
     env: dict[str, str] | None = None,
+    worker: Callable[..., tuple[list[dict[str, Any]], dict[str, Any]]] | None = None,
 ) -> None:
-    """Run cases on fresh copies of ``base_state``, ``jobs`` at a time, in worker processes
-    (``env`` selects the estate there)."""
+    """Run cases on fresh copies of ``base_state``, ``jobs`` at a time, each in a worker
+    process of its own (``env`` selects the estate there): a worker that dies (killed, out of
+    memory) fails its own case only, never the cases after it."""
+    run = worker or _worker
     with tempfile.TemporaryDirectory(prefix="upstream-eval-") as work:
         ctx = multiprocessing.get_context("spawn")
-        with ProcessPoolExecutor(max_workers=max(1, jobs), mp_context=ctx) as pool:
+
+        def isolated(case: Scenario) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+            with ProcessPoolExecutor(max_workers=1, mp_context=ctx) as pool:
+                job = pool.submit(run, case.model_dump_json(), str(base_state), work, env or {})
+                return job.result()
+
+        with ThreadPoolExecutor(max_workers=max(1, jobs)) as threads:
             # Longest first (a recurrence breaks the estate three times), so no worker is left
             # with a long case at the end while the other idles.
             ordered = sorted(cases, key=lambda c: -len(c.occurrences))
-            futures = {
-                pool.submit(_worker, c.model_dump_json(), str(base_state), work, env or {}): c
-                for c in ordered
-            }
+            futures = {threads.submit(isolated, c): c for c in ordered}
             for future in as_completed(futures):
                 case = futures[future]
                 try:

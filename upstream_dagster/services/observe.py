@@ -26,6 +26,7 @@ from upstream_dagster.datahub.signals import (
     report_run,
 )
 from upstream_dagster.reliability.rules import Judgement, Observation, judge
+from upstream_dagster.services.templates import CheckOutcome, evaluate_template
 from upstream_dagster.spec.models import EstateSpec, Monitor, Selector
 from upstream_dagster.spec.urns import (
     dbt_urn,
@@ -240,52 +241,6 @@ def run_guards(
             report_run(graph, urn, dataset, ok, {"message": message}, at, run_id)
             out.append((urn, ok))
     return out
-
-
-@dataclass(frozen=True)
-class CheckOutcome:
-    """One evaluation of a check: passed, what it saw, and whether it could look at all."""
-
-    passed: bool
-    message: str
-    evaluable: bool = True
-
-
-def evaluate_template(
-    con: Any, table: str, cols: Columns | None, template: str, now: datetime
-) -> CheckOutcome:
-    """A coverage proposal's assertion, evaluated on the warehouse: ``row_count_above_zero``,
-    ``freshness_within_<N>h`` (the newest value of the relation's date column),
-    ``not_null:<column>`` and ``unique:<column>``. What it cannot see is not evaluable, never a
-    pass."""
-    if cols is None:
-        return CheckOutcome(False, f"{table} is not in the warehouse", False)
-    kind, _, column = template.partition(":")
-    if kind == "row_count_above_zero":
-        rows = wh.row_count(con, table)
-        return CheckOutcome(rows > 0, f"{rows} rows")
-    if kind in ("not_null", "unique") and column.lower() not in {c.lower() for c, _ in cols}:
-        return CheckOutcome(False, f"column {column} missing")
-    if kind == "not_null":
-        share = wh.null_share(con, table, column)
-        return CheckOutcome(share == 0, f"{column} is {share:.0%} NULL")
-    if kind == "unique":
-        twice = wh.repeated(con, table, column)
-        return CheckOutcome(twice == 0, f"{twice} value(s) of {column} appear more than once")
-    if kind.startswith("freshness_within_") and kind.endswith("h"):
-        try:
-            hours = float(kind.removeprefix("freshness_within_").removesuffix("h"))
-        except ValueError:
-            return CheckOutcome(False, f"unknown check {template!r}", False)
-        day = wh.date_column(cols)
-        if day is None:
-            return CheckOutcome(False, f"{table} has no date or time column to read age", False)
-        latest = wh.newest(con, table, day)
-        if latest is None:
-            return CheckOutcome(False, f"{day} holds no value", False)
-        age = (now - latest).total_seconds() / 3600
-        return CheckOutcome(age <= hours, f"newest {day} {latest:%Y-%m-%d %H:%M}, {age:.1f}h old")
-    return CheckOutcome(False, f"unknown check {template!r}", False)
 
 
 def run_template_checks(
