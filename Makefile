@@ -106,10 +106,12 @@ eval-random: install
 eval-summary: install
 	$(BIN)/upstream eval-summary --readme
 
-## Refit the confidence weights from the fitting seeds' records (prints WEIGHTS and the table).
+## Refit the confidence weights from the fitting seeds' records (prints WEIGHTS and the table),
+## then compare the prior and the fitted weights on the held-out seeds (ECE, confident wrong).
 calibrate: install
 	$(BIN)/upstream calibrate $(foreach s,$(FIT_SEEDS),evals/records/fit/random-$(s)) \
-		$(foreach s,$(FIT_SUBS_SEEDS),evals/records/fit/subscriptions/random-$(s)=$(SUBS)/estate.yaml)
+		$(foreach s,$(FIT_SUBS_SEEDS),evals/records/fit/subscriptions/random-$(s)=$(SUBS)/estate.yaml) \
+		$(foreach s,$(DIAG_SUITES),--held-out $(s))
 
 ## Diagnosis on the held-out random suites, per estate, replayed from their records (no DataHub):
 ## rank 1, abstentions, confident wrong, separation, ECE with a 5-bin reliability table, median

@@ -9,6 +9,7 @@ import typer
 
 from upstream_dagster import settings as settings_mod
 from upstream_dagster.cli.app import app, guarded, lazy, out, plain, running
+from upstream_dagster.errors import UpstreamError
 
 if TYPE_CHECKING:
     from upstream_dagster import healing
@@ -138,6 +139,14 @@ def calibrate(
         ),
     ],
     ridge: Annotated[float, typer.Option(help="The ridge penalty on the weights.")] = 1.0,
+    held_out: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--held-out",
+            help="A folder of records the fit must not see, DIR or DIR=ESTATE_FILE (repeat): "
+            "the prior and the fitted weights are compared on them.",
+        ),
+    ] = None,
 ) -> None:
     """Fit the critic's confidence weights to how often its top hypothesis was right.
 
@@ -145,20 +154,34 @@ def calibrate(
     evidence components, and prints the weights (for reliability.evidence.WEIGHTS) and the
     reliability table on the fitted data. Check them on seeds the fit did not see with
     `upstream eval --random N --seed S --replay`."""
-    from upstream_dagster.evaluation.calibrate import fit, report, samples
+    from upstream_dagster.evaluation.calibrate import Sample, check, fit, report, samples
     from upstream_dagster.spec import load_estate
 
     settings = settings_mod.load()
 
-    def run() -> list[str]:
+    def read(items: list[str]) -> list[Sample]:
         data = []
-        for item in suite_dirs:
+        for item in items:
             folder, _, estate = item.partition("=")
+            if not Path(folder).is_dir():
+                raise UpstreamError(
+                    f"no folder of records at {folder}",
+                    "record it first: `upstream eval --random 20 --seed S --records DIR`",
+                )
             spec = load_estate(Path(estate) if estate else settings.estate_file)
             data += samples(Path(folder).glob("*.json"), spec)
-        out.print(f"{len(data)} investigations, {sum(s.right for s in data)} right")
+        return data
+
+    def run() -> list[str]:
+        data = read(suite_dirs)
+        out.print(f"{len(data)} hypotheses fitted on, {sum(s.right for s in data)} right")
         weights = fit(data, ridge)
-        return [*report(data, weights), "", f"WEIGHTS = {weights}"]
+        lines = [*report(data, weights), "", f"WEIGHTS = {weights}"]
+        if held_out:
+            unseen = read(held_out)
+            lines += ["", f"held out ({len(unseen)} hypotheses the fit never saw):"]
+            lines += check(unseen, weights)
+        return lines
 
     plain("\n".join(guarded(run)))
 

@@ -101,3 +101,41 @@ def report(data: Sequence[Sample], weights: tuple[float, ...]) -> list[str]:
             right = sum(r for _, r in found) / len(found)
             lines.append(f"| {low:.1f}-{high:.1f} | {len(found)} | {mean:.2f} | {right:.2f} |")
     return lines
+
+
+def _scored(data: Sequence[Sample], weights: tuple[float, ...]) -> list[tuple[float, bool]]:
+    return [(Score.logistic(weights, s.features), s.right) for s in data]
+
+
+def ece(data: Sequence[Sample], weights: tuple[float, ...], bins: int = 5) -> float:
+    """Expected calibration error of ``weights`` on ``data``: the sample-weighted gap between
+    mean confidence and the share right, over equal-width bins."""
+    scored = _scored(data, weights)
+    total = 0.0
+    for b in range(bins):
+        low, high = b / bins, (b + 1) / bins
+        found = [(c, r) for c, r in scored if low <= c < high or (b == bins - 1 and c == 1.0)]
+        if found:
+            gap = sum(c for c, _ in found) / len(found) - sum(r for _, r in found) / len(found)
+            total += len(found) * abs(gap)
+    return total / len(scored) if scored else 0.0
+
+
+def check(data: Sequence[Sample], fitted: tuple[float, ...], conclude: float = 0.7) -> list[str]:
+    """The prior and the fitted weights side by side on held-out samples the fit never saw:
+    ECE, wrong hypotheses at or above ``conclude`` (confident wrong), right ones below it (a
+    cause the weights would no longer conclude), and which to keep: the lower ECE, the prior
+    on a tie or when the fit adds a confident wrong."""
+    rows = ["| weights | samples | ECE | confident wrong | right but below conclusion |"]
+    rows.append("|---|---|---|---|---|")
+    seen = {}
+    for name, w in (("prior", PRIOR), ("fitted", fitted)):
+        scored = _scored(data, w)
+        wrong = sum(1 for c, r in scored if c >= conclude and not r)
+        shy = sum(1 for c, r in scored if c < conclude and r)
+        seen[name] = (round(ece(data, w), 3), wrong, shy)
+        rows.append(f"| {name} | {len(scored)} | {seen[name][0]:.3f} | {wrong} | {shy} |")
+    better = seen["fitted"] < seen["prior"]
+    keep = "the fitted weights" if better else "the prior (the fit does no better held out)"
+    rows += ["", f"keep: {keep}"]
+    return rows

@@ -10,6 +10,8 @@ that fire no check is printed. Then estate.yaml is asked for `min_fault_detectio
 tier (a copy; tiers that ask already keep their share), `upstream detect` measures it, the score
 job plans, every detection proposal is approved and written, and the same draw is tried again.
 The random suites grade what fired; a fault nothing fires on is the gap these proposals close.
+Per tier it prints detection as measured, as projected by the plan, as measured again after the
+write-back (the verify job's check: projected == measured), and after `reset` (restored).
 The estate must let `alice` approve without a key (`identity: not-enforced`), as the demo does.
 """
 
@@ -19,12 +21,15 @@ import argparse
 import os
 import shutil
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from upstream_dagster import settings as settings_mod
+from upstream_dagster.conformance.detection import detection_results
+from upstream_dagster.conformance.requirements import CheckResult
 from upstream_dagster.errors import UpstreamError
 from upstream_dagster.evaluation.detect import Bench, _planned, run_detection
 from upstream_dagster.evaluation.draw import draw
@@ -88,7 +93,39 @@ def approve_detection(settings: Settings) -> list[str]:
     return [f"{batch.display(p.asset)}: {', '.join(p.change.values)}" for p in chosen]
 
 
+Tiers = dict[str, tuple[int, int, list[str]]]  # tier: (caught, tried, the faults missed)
+
+
+def per_tier(results: Sequence[CheckResult]) -> Tiers:
+    """Detection as the dial reads it, summed per tier, with the faults no check caught."""
+    out: Tiers = {}
+    for r in detection_results(results):
+        caught, tried, missed = out.get(r.tier, (0, 0, []))
+        lost = [e.removeprefix("missed: ") for e in r.evidence if e.startswith("missed: ")]
+        out[r.tier] = (caught + len(r.evidence) - len(lost), tried + len(r.evidence), missed + lost)
+    return out
+
+
+def _dial(settings: Settings, found: Any) -> Any:
+    from upstream_dagster import clock
+    from upstream_dagster.datahub import Target, connected
+    from upstream_dagster.services.scoring import read_and_score
+
+    with connected(Target.of(settings)) as graph:
+        return read_and_score(graph, load_estate(settings.estate_file), clock.now_ms(), found)
+
+
+def _tier_lines(label: str, tiers: Tiers, names: bool = False) -> list[str]:
+    out = []
+    for tier, (caught, tried, missed) in sorted(tiers.items()):
+        out.append(f"  {tier}, {label}: caught {caught} of {tried}")
+        out += [f"    slipped through: {m}" for m in missed] if names else []
+    return out
+
+
 def main(argv: list[str] | None = None) -> None:
+    from upstream_dagster.runs import run_job
+
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--random", type=int, default=20, help="faults in the draw")
     parser.add_argument("--seed", type=int, default=51, help="the random suite's seed")
@@ -97,6 +134,7 @@ def main(argv: list[str] | None = None) -> None:
     base = settings_mod.load()
     if not base.warehouse.exists():
         raise SystemExit("no built estate: run `make demo` (or `upstream build`) first")
+    lines: list[str] = []
     with tempfile.TemporaryDirectory(prefix="bench-detection-") as work:
         state = Path(work) / "state"
         shutil.copytree(base.state_dir, state, ignore=shutil.ignore_patterns(*_SKIP))
@@ -107,9 +145,33 @@ def main(argv: list[str] | None = None) -> None:
         cases = draw(read_estate(settings), args.random, args.seed)
         faults = [f for c in cases for f in c.faults if f.kind != "metadata"]
         before = missed(settings, faults)
-        run_detection(settings, lambda line: print(f"detect: {line}", flush=True))
+
+        def say(line: str) -> None:
+            print(f"detect: {line}", flush=True)
+
+        found = run_detection(settings, say)
+        measured = per_tier(_dial(settings, found).results)
+        lines += _tier_lines("measured", measured, names=True)
+        planned = run_job(settings, "score").output_for_node("proposals")
+        lines += _tier_lines("projected by the plan", per_tier(planned.projected.results))
         written = approve_detection(settings)
+        checks = run_job(settings, "coverage_verify_job").get_asset_check_evaluations()
+        lines.append(
+            "  the verify job after the write-back (projected == measured, whole dial): "
+            + ", ".join("passed" if c.passed else f"FAILED {c.metadata}" for c in checks)
+        )
+        again = run_detection(settings, say)
+        remeasured = per_tier(_dial(settings, again).results)
+        lines += _tier_lines("measured again after approval", remeasured, names=True)
         after = missed(settings, faults)
+        reset = {"ops": {"coverage_reset": {"config": {"confirm": True}}}}
+        run_job(settings, "coverage_reset_job", reset)
+        restored = per_tier(_dial(settings, again).results)
+        lines += _tier_lines("after reset", restored)
+        same = {t: v[:2] for t, v in restored.items()} == {t: v[:2] for t, v in measured.items()}
+        lines.append(f"  reset restores the measured detection: {'yes' if same else 'NO'}")
+    print(f"detection per tier (every tier asking {args.share:g}, seed of the estate's policy):")
+    print("\n".join(lines))
     print(f"random suite, seed {args.seed}: {len(faults)} faults drawn, {before[1]} tried")
     for label, (quiet, tried) in (("before", before), ("after", after)):
         share = f"{quiet / tried:.0%}" if tried else "n/a"
