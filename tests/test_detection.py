@@ -165,3 +165,32 @@ def test_the_measurement_is_kept_and_read_back_whole(tmp_path: Path) -> None:
     (tmp_path / detection.FILE).write_text("{}")
     with pytest.raises(detection.UpstreamError, match="upstream detect"):
         detection.load(tmp_path)
+
+
+def test_a_catch_by_an_assertion_upstream_wrote_on_another_asset_counts_while_it_exists(
+    tmp_path: Path,
+) -> None:
+    """A fault on the fact table was caught by a range assertion a detection proposal wrote
+    on the dimension: the catch counts while DataHub holds that assertion, and `reset` (which
+    removes it) takes the catch away, as it does for the asset's own."""
+    from dataclasses import replace
+
+    from upstream_dagster.conformance.context import AssertionFact
+    from upstream_dagster.conformance.requirements import assertion_urn
+
+    spec = _spec(tmp_path)
+    template = "in_range:lifetime_value=0..9000"
+    by = (f"assertion {template} on marts.dim_customers",)
+    caught = FaultTrial("scale_values on marts.fct_orders.amount", "marts.fct_orders", "x", by)
+    found = detection.Detection(1, spec.policies.detection, ((FCT, (caught,)),))
+    written = AssetFacts(DIM, assertions=(AssertionFact(assertion_urn(DIM, template), "CUSTOM"),))
+    holding = replace(_ctx(), assets=(_ctx().assets[0], written))
+
+    def fct(ctx: MetadataContext) -> str:
+        dial = score(detection.with_detection(ctx, found, spec), spec, SCOPE, 0)
+        (row,) = [r for r in dial.results if r.requirement == "min_fault_detection"
+                  and r.asset == FCT]  # fmt: skip
+        return row.reason
+
+    assert "caught 1 of 1" in fct(holding)
+    assert "caught 0 of 1" in fct(_ctx())  # after reset: the assertion is gone

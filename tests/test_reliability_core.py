@@ -774,3 +774,39 @@ def test_a_louder_burst_off_the_checked_columns_does_not_hide_the_shift_that_fee
     g.columns = (((SRC, "promo"), (MART, "promo")),)  # nothing feeds the total: no reach
     unlinked = investigate(Trigger(MART, check, W), g).ranked
     assert not unlinked or unlinked[0][1].confidence < score.confidence
+
+
+def test_a_shifted_day_column_is_the_failure_not_what_moved_inside_its_days() -> None:
+    """A model's dates moved two days with as many rows (a code change), so its last complete
+    day now holds other rows: a currency 'vanished' from that day. The day's change is the shift
+    seen from inside the day; the node's failure is the date column that moved."""
+    check = FailingCheck("urn:li:assertion:t", "not_null amount_usd", "amount_usd", 2_000)
+
+    def table(lo: str, hi: str, at: int) -> Profile:
+        codes = ColumnProfile(0.0, values=(("eur", 60), ("gbp", 40)))
+        return Profile(at, 100, (("issued_on", ColumnProfile(0.0, None, hi, None, (), lo)),
+                                 ("currency", codes)))  # fmt: skip
+
+    def day(codes: tuple[tuple[str, int], ...], at: int) -> Profile:
+        return Profile(at, 5, (("currency", ColumnProfile(0.0, values=codes)),),
+                       "issued_on=2026-11-28")  # fmt: skip
+
+    shifted = (
+        table("2026-08-02", "2026-11-28", 900),
+        table("2026-08-04", "2026-11-30", 1_500),
+        day((("eur", 3), ("gbp", 2)), 900),
+        day((("eur", 5),), 1_500),
+    )
+    g = Graph(
+        views={
+            MART: NodeView(MART, "mart", (check,), profiles=profiles("amount_usd", 0, 0.2)),
+            OTHER: NodeView(OTHER, "billing.invoices", profiles=shifted),
+        },
+        ups={MART: (OTHER,)},
+        columns=(
+            ((OTHER, "currency"), (MART, "amount_usd")),
+            ((OTHER, "issued_on"), (MART, "amount_usd")),
+        ),  # fmt: skip
+    )
+    top, _ = investigate(Trigger(MART, check, W), g).ranked[0]
+    assert (top.cause, top.column, top.failure_class) == (OTHER, "issued_on", "value_shift")

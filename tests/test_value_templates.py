@@ -45,7 +45,9 @@ def test_learnt_on_codes_and_measures_never_on_identifiers_or_free_text(
     con: duckdb.DuckDBPyConnection,
 ) -> None:
     learnt = _learnt(con)
-    assert set(learnt) == {"method", "amount", "retries"}  # not payment_id, not memo
+    assert set(learnt) == {"", "method", "amount", "retries"}  # not payment_id, not memo
+    assert learnt[""] == "row_count_at_least_60"  # half of the 120 rows
+    assert describe(learnt[""]) == "at least 60 rows"
     assert learnt["method"] == 'accepted_values:method=["bank", "card", "voucher"]'
     assert learnt["amount"] == "in_range:amount=6.2..280"  # 12.5/2 down, 139.25*2 up
     assert learnt["retries"] == "in_range:retries=0..12"
@@ -64,11 +66,14 @@ def test_learnt_on_codes_and_measures_never_on_identifiers_or_free_text(
         ("UPDATE sales.payments SET amount = 0 WHERE payment_id < 4", "amount", "3 row(s)"),
         ("UPDATE sales.payments SET amount = amount * 10 WHERE payment_id > 100", "amount",
          "outside 6.2..280"),
-        ("UPDATE sales.payments SET amount = amount * 0.01", "amount", "120 row(s) of amount outside"),
+        ("UPDATE sales.payments SET amount = amount * 0.01", "amount",
+         "120 row(s) of amount outside"),
         ("ALTER TABLE sales.payments ALTER COLUMN amount TYPE VARCHAR", "amount",
          "amount is VARCHAR, not a number"),
         ("ALTER TABLE sales.payments RENAME COLUMN method TO method_v2", "method",
          "column method missing"),
+        ("DELETE FROM sales.payments WHERE payment_id % 10 < 6", "",
+         "48 rows, at least 60 expected"),
     ],
 )  # fmt: skip
 def test_each_fails_on_the_fault_it_exists_for_and_says_what_it_saw(
@@ -86,6 +91,8 @@ def test_a_template_whose_parameter_is_garbled_is_not_evaluable_never_a_pass(
     con: duckdb.DuckDBPyConnection,
 ) -> None:
     cols = dw.relations(con)["sales.payments"]
-    for bad in ("in_range:amount=high..low", "in_range:amount=9..1", "accepted_values:method=x"):
+    garbled = ("in_range:amount=high..low", "in_range:amount=9..1", "accepted_values:method=x",
+               "row_count_at_least_many")  # fmt: skip
+    for bad in garbled:
         outcome = evaluate_template(con, "sales.payments", cols, bad, NOW)
         assert not outcome.passed and not outcome.evaluable, bad

@@ -14,10 +14,10 @@ from pathlib import Path
 from typing import Any
 
 from upstream_dagster.conformance.context import FaultTrial, MetadataContext
-from upstream_dagster.conformance.requirements import DETECT_COMMAND, CheckResult
+from upstream_dagster.conformance.requirements import DETECT_COMMAND, CheckResult, assertion_urn
 from upstream_dagster.errors import UpstreamError
 from upstream_dagster.spec.models import DetectionPolicy, EstateSpec
-from upstream_dagster.spec.urns import short
+from upstream_dagster.spec.urns import relation_of, short
 
 REQUIREMENT = "min_fault_detection"
 FILE = "detection.json"
@@ -128,11 +128,32 @@ def with_detection(
     found = current(detection, spec)
     if found is None:
         return ctx
-    trials = found.by_asset
+    trials = {urn: tuple(_held(ctx, t) for t in ts) for urn, ts in found.by_asset.items()}
     assets = tuple(
         replace(a, fault_trials=trials[a.urn]) if a.urn in trials else a for a in ctx.assets
     )
     return replace(ctx, assets=assets)
+
+
+def _held(ctx: MetadataContext, trial: FaultTrial) -> FaultTrial:
+    """``trial`` less the catches by an assertion Upstream wrote on another asset that DataHub
+    no longer holds: such a check counts while it exists, so `reset` takes its catch away as it
+    takes away the asset's own."""
+    prefix = "assertion "
+    if not any(c.startswith(prefix) for c in trial.caught_by):
+        return trial
+    present = {x.urn for a in ctx.assets for x in a.assertions}
+    urns: dict[str, list[str]] = {}
+    for a in ctx.assets:
+        urns.setdefault(relation_of(a.urn).lower(), []).append(a.urn)
+
+    def holds(check: str) -> bool:
+        if not check.startswith(prefix):
+            return True
+        template, _, table = check.removeprefix(prefix).rpartition(" on ")
+        return any(assertion_urn(u, template) in present for u in urns.get(table.lower(), ()))
+
+    return replace(trial, caught_by=tuple(c for c in trial.caught_by if holds(c)))
 
 
 def detection_results(results: Iterable[CheckResult]) -> list[CheckResult]:

@@ -4,6 +4,8 @@ proposal writes into DataHub). A template is one string, kept in the assertion's
 
 - ``row_count_above_zero``
 - ``freshness_within_<N>h``: the newest value of the relation's date column is at most N hours old
+- ``row_count_at_least_<N>``: at least N rows (half the clean data's, rounded down: a relation
+  that grows never trips it; one that lost most of its rows does)
 - ``not_null:<column>``, ``unique:<column>``
 - ``accepted_values:<column>=<JSON list>``: the column holds only these values (a code column's
   values as the clean data held them; a new code or one written another way fails)
@@ -28,6 +30,7 @@ class Template:
 
 
 PARAMETRISED = ("accepted_values", "in_range")
+ROW_FLOOR = "row_count_at_least_"
 
 
 def parse(template: str) -> Template:
@@ -44,6 +47,14 @@ def accepted_values(column: str, values: list[str]) -> str:
 
 def in_range(column: str, low: float, high: float) -> str:
     return f"in_range:{column}={low:.6g}..{high:.6g}"
+
+
+def row_floor(template: str) -> int | None:
+    """N of ``row_count_at_least_<N>`` (None: another template, or N unreadable)."""
+    if not template.startswith(ROW_FLOOR):
+        return None
+    digits = template.removeprefix(ROW_FLOOR)
+    return int(digits) if digits.isdigit() else None
 
 
 def values_of(t: Template) -> list[str] | None:
@@ -71,6 +82,8 @@ def describe(template: str) -> str:
         return f"{t.column} holds only {', '.join(values[:8])}" + (
             " ..." if len(values) > 8 else ""
         )
+    if (floor := row_floor(template)) is not None:
+        return f"at least {floor:,} rows"
     if t.kind == "in_range" and (bounds := bounds_of(t)):
         return f"every {t.column} lies between {bounds[0]:g} and {bounds[1]:g}"
     return "Upstream guard: " + template.replace("_", " ")

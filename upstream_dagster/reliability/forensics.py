@@ -17,10 +17,16 @@ def _q(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
-def template(hyp: Hypothesis, relation: str) -> tuple[str, str] | None:
-    """(SQL, what a supporting answer looks like), or None when no query can confirm it."""
+def template(hyp: Hypothesis, relation: str, moved: bool = False) -> tuple[str, str] | None:
+    """(SQL, what a supporting answer looks like), or None when no query can confirm it.
+    ``moved``: the shift is of a date or time column's values (its newest moved), not a mean."""
     col = hyp.column
     match hyp.failure_class:
+        case "value_shift" if col and moved:
+            return (
+                f"SELECT count(*) AS row_count, max({_q(col)}) AS newest FROM {relation}",
+                f"the newest {col} moved as the profile showed",
+            )
         case "rename" if col and hyp.renamed_to:
             return (
                 f"SELECT count(*) AS row_count, count({_q(hyp.renamed_to)}) AS filled "
@@ -47,7 +53,7 @@ def template(hyp: Hypothesis, relation: str) -> tuple[str, str] | None:
     return None
 
 
-def _supports(hyp: Hypothesis, rows: list[Any], claim: dict[str, str]) -> bool:
+def _supports(hyp: Hypothesis, rows: list[Any], claim: dict[str, str], moved: bool) -> bool:
     if not rows:
         return False
     row = rows[0]
@@ -58,6 +64,8 @@ def _supports(hyp: Hypothesis, rows: list[Any], claim: dict[str, str]) -> bool:
         case "null_jump":
             after = float(claim.get("null_after", "1"))
             return total > 0 and abs((total - int(row[1] or 0)) / total - after) < 0.02
+        case "value_shift" if moved:  # a time column's newest moved
+            return str(row[1])[:10] == claim.get("max_after", "")[:10]
         case "value_shift":
             want = float(claim.get("mean_after", "nan"))
             got = float(row[1]) if row[1] is not None else float("nan")
@@ -73,16 +81,22 @@ def _supports(hyp: Hypothesis, rows: list[Any], claim: dict[str, str]) -> bool:
 
 def confirm(inv: Investigation, hyp: Hypothesis, probe: Probe) -> list[int]:
     relation = relation_of(hyp.cause)
-    built = template(hyp, relation)
-    if built is None:
-        return []
-    sql, meaning = built
     claim: dict[str, str] = {}
     for i in hyp.cites:
         item = inv.ledger[i]
         if item.subject == hyp.cause and item.kind == "profile":
             claim.update(dict(item.detail))
-    part = claim.get("partition", "table")
+    moved = hyp.failure_class == "value_shift" and any(
+        inv.ledger[i].subject == hyp.cause
+        and inv.ledger[i].column == hyp.column
+        and "max_after" in dict(inv.ledger[i].detail)
+        for i in hyp.cites
+    )
+    built = template(hyp, relation, moved)
+    if built is None:
+        return []
+    sql, meaning = built
+    part = "table" if moved else claim.get("partition", "table")
     if part != "table":  # a one-day finding: query that day only
         column, _, day = part.partition("=")
         if not (column.replace("_", "").isalnum() and len(day) == 10):
@@ -95,7 +109,7 @@ def confirm(inv: Investigation, hyp: Hypothesis, probe: Probe) -> list[int]:
         ]
     if problem:
         return [inv.ledger.add("query_error", hyp.cause, problem, statement=ran)]
-    if not _supports(hyp, rows, claim):
+    if not _supports(hyp, rows, claim, moved):
         inv.ledger.add(
             "query_result",
             hyp.cause,

@@ -33,7 +33,7 @@ with warnings.catch_warnings():
 Edges = tuple[tuple[tuple[str, str], tuple[str, str]], ...]
 NULL_KINDS = ("not_null", "null_rate_jump")
 # causes whose rows (or whose key values) can leave another table's rows without a match
-LOSES_MATCH = ("volume_drop", "stale", "value_change", "null_jump", "lost_match")
+LOSES_MATCH = ("volume_drop", "stale", "value_change", "value_shift", "null_jump", "lost_match")
 
 
 def _q(name: str) -> str:

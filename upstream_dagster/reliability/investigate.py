@@ -165,6 +165,20 @@ def _reaching(cause: str, data: list[Finding], feeds: set[tuple[str, str]]) -> l
     return kept if named else data
 
 
+def _unshifted(inv: Investigation, data: list[Finding]) -> list[Finding]:
+    """A node's findings less those of a day whose day column itself moved (its times shifted
+    with as many rows): that day now holds other rows, so what changed on it (a code gone, a
+    mean moved) is the shift seen from inside the day, not a failure of its own."""
+    detail = {id(f): dict(inv.ledger[f.evidence].detail) for f in data}
+    moved = {
+        f"{f.column.lower()}="
+        for f in data
+        if f.failure_class == "value_shift" and f.column and "max_after" in detail[id(f)]
+    }
+    day = {id(f): str(detail[id(f)].get("partition", "")).lower() for f in data}
+    return [f for f in data if not any(day[id(f)].startswith(m) for m in moved)]
+
+
 def _lead(inv: Investigation, findings: list[Finding]) -> Finding:
     """The finding that names the node's failure: the most specific class, except that rows
     leaving one day while the table keeps its count were moved, not lost: a column failure of
@@ -233,7 +247,7 @@ def hypotheses(
             # its tables): nothing explains it
             continue
         code = any(f.failure_class == "code_change" for f in findings)
-        data = _reaching(cause, data, feeds)
+        data = _reaching(cause, _unshifted(inv, data), feeds)
         lead = _lead(inv, [f for f in data if f.failure_class != "code_change"] or data or findings)
         path = _downstream_path(inv, cause)
         cites = [f.evidence for f in findings]

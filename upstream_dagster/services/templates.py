@@ -10,10 +10,12 @@ from typing import Any
 
 from upstream_dagster.conformance.templates import (
     PARAMETRISED,
+    ROW_FLOOR,
     accepted_values,
     bounds_of,
     in_range,
     parse,
+    row_floor,
     values_of,
 )
 from upstream_dagster.warehouse import duckdb_warehouse as wh
@@ -44,6 +46,12 @@ def evaluate_template(
     if t.kind == "row_count_above_zero":
         rows = wh.row_count(con, table)
         return CheckOutcome(rows > 0, f"{rows} rows")
+    if t.kind.startswith(ROW_FLOOR):
+        floor = row_floor(template)
+        if floor is None:
+            return CheckOutcome(False, f"{template!r}: the row count is not a number", False)
+        rows = wh.row_count(con, table)
+        return CheckOutcome(rows >= floor, f"{rows:,} rows, at least {floor:,} expected")
     if t.kind.startswith("freshness_within_") and t.kind.endswith("h"):
         return _fresh(con, table, cols, t.kind, now)
     types = {c.lower(): kind for c, kind in cols}
@@ -129,11 +137,14 @@ def _named_row(column: str) -> bool:
 
 
 def learn(con: Any, table: str, cols: Columns) -> list[str]:
-    """The parametrised templates the clean ``table`` supports: ``accepted_values`` on each
-    code column (2 to 20 values, each on at least three rows on average), ``in_range`` on each
-    numeric measure (not an identifier) with bounds a factor of two around the data."""
+    """The parametrised templates the clean ``table`` supports: a floor of half its rows,
+    ``accepted_values`` on each code column (2 to 20 values, each on at least three rows on
+    average), ``in_range`` on each numeric measure (not an identifier) with bounds a factor of
+    two around the data."""
     out: list[str] = []
     total = wh.row_count(con, table)
+    floor = int(_round(total / 2, up=False)) if total >= 2 else 0
+    out += [f"{ROW_FLOOR}{floor}"] if floor >= 1 else []
     for column, kind in cols:
         if _named_row(column) or total == 0:
             continue

@@ -12,7 +12,8 @@ job plans, every detection proposal is approved and written, and the same draw i
 The random suites grade what fired; a fault nothing fires on is the gap these proposals close.
 Per tier it prints detection as measured, as projected by the plan, as measured again after the
 write-back (the verify job's check: projected == measured), and after `reset` (restored).
-The estate must let `alice` approve without a key (`identity: not-enforced`), as the demo does.
+Its first approver approves; the estate must not ask for a key (`identity: not-enforced`), as
+the demo's and the second estate's do.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from upstream_dagster.conformance.detection import detection_results
 from upstream_dagster.conformance.requirements import CheckResult
 from upstream_dagster.errors import UpstreamError
 from upstream_dagster.evaluation.detect import Bench, _planned, run_detection
+from upstream_dagster.evaluation.detect_draw import describe
 from upstream_dagster.evaluation.draw import draw
 from upstream_dagster.evaluation.estate_model import read_estate
 from upstream_dagster.evaluation.scenario import Fault
@@ -44,8 +46,9 @@ from upstream_dagster.warehouse.sandbox import sandbox_copy
 _SKIP = ("dagster_home", "sandboxes", "records", "bench", "eval-base", "subscriptions")
 
 
-def missed(settings: Settings, faults: list[Fault]) -> tuple[int, int]:
-    """(faults no check caught, faults tried) on a fresh sandbox of ``settings``' estate."""
+def missed(settings: Settings, faults: list[Fault]) -> tuple[int, int, list[str]]:
+    """(faults no check caught, faults tried, those faults) on a fresh sandbox of
+    ``settings``' estate."""
     spec = load_estate(settings.estate_file)
     _, _, watch = _planned(settings, spec)
     with tempfile.TemporaryDirectory(dir=settings.state_dir) as folder:
@@ -53,27 +56,31 @@ def missed(settings: Settings, faults: list[Fault]) -> tuple[int, int]:
             sandbox_copy(DbtProject.of(settings), Path(folder)), spec, watch, Path(folder)
         )
         bench.prepare()
-        tried = quiet = 0
+        tried, quiet = 0, []
         for fault in faults:
             try:
                 caught = bench.trial(fault)
             except UpstreamError:
                 continue  # a fault this estate cannot take is no measurement
             tried += 1
-            quiet += not caught
-    return quiet, tried
+            quiet += [] if caught else [describe(fault)]
+    return len(quiet), tried, quiet
 
 
 def _asking(estate: Path, out: Path, share: float) -> None:
-    """``estate`` with min_fault_detection on every tier (kept where a tier sets it)."""
+    """``estate`` with min_fault_detection on every tier (kept where a tier sets it) and no cap
+    on a batch's proposals."""
     body: dict[str, Any] = yaml.safe_load(estate.read_text())
     for tier in body["tiers"]:
         tier["requirements"].setdefault("min_fault_detection", share)
+    # one batch holds every priced proposal: the bench approves all the detection ones at once
+    # (a team would approve them over several nightly batches)
+    body.setdefault("policies", {})["max_proposals_per_run"] = 1000
     out.write_text(yaml.safe_dump(body, sort_keys=False))
 
 
-def approve_detection(settings: Settings) -> list[str]:
-    """Plan (the score job) and approve every detection proposal, as a reviewer would."""
+def approve_detection(settings: Settings, reviewer: str = "alice") -> list[str]:
+    """Plan (the score job) and approve every detection proposal, as ``reviewer`` would."""
     from upstream_dagster.runs import run_job
     from upstream_dagster.state import approvals
     from upstream_dagster.state.store import GateStore
@@ -86,7 +93,7 @@ def approve_detection(settings: Settings) -> list[str]:
     config = {
         "batch_digest": batch.digest,
         "approve": [p.id for p in chosen],
-        "reviewer": "alice",
+        "reviewer": reviewer,
         "nonce": held.nonce if held else "",
     }
     run_job(settings, "coverage_writeback_job", {"ops": {"coverage_writeback": {"config": config}}})
@@ -130,8 +137,20 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--random", type=int, default=20, help="faults in the draw")
     parser.add_argument("--seed", type=int, default=51, help="the random suite's seed")
     parser.add_argument("--share", type=float, default=0.8, help="min_fault_detection asked")
+    parser.add_argument(
+        "--clean-base",
+        action="store_true",
+        help="measure on the evaluation's clean build (pinned clock; built once if missing) "
+        "instead of the state folder's own estate",
+    )
     args = parser.parse_args(argv)
     base = settings_mod.load()
+    if args.clean_base:
+        from upstream_dagster.evaluation.runner import EVAL_CLOCK, eval_base
+
+        os.environ["UPSTREAM_CLOCK"] = os.environ.get("UPSTREAM_CLOCK", EVAL_CLOCK)
+        os.environ["UPSTREAM_STATE_DIR"] = str(eval_base(base))
+        base = settings_mod.load()
     if not base.warehouse.exists():
         raise SystemExit("no built estate: run `make demo` (or `upstream build`) first")
     lines: list[str] = []
@@ -154,7 +173,8 @@ def main(argv: list[str] | None = None) -> None:
         lines += _tier_lines("measured", measured, names=True)
         planned = run_job(settings, "score").output_for_node("proposals")
         lines += _tier_lines("projected by the plan", per_tier(planned.projected.results))
-        written = approve_detection(settings)
+        approvers = load_estate(settings.estate_file).policies.approvers
+        written = approve_detection(settings, approvers[0] if approvers else "alice")
         checks = run_job(settings, "coverage_verify_job").get_asset_check_evaluations()
         lines.append(
             "  the verify job after the write-back (projected == measured, whole dial): "
@@ -166,16 +186,18 @@ def main(argv: list[str] | None = None) -> None:
         after = missed(settings, faults)
         reset = {"ops": {"coverage_reset": {"config": {"confirm": True}}}}
         run_job(settings, "coverage_reset_job", reset)
-        restored = per_tier(_dial(settings, again).results)
-        lines += _tier_lines("after reset", restored)
+        restored = per_tier(_dial(settings, found).results)  # the first measurement, read now
+        lines += _tier_lines("after reset (the first measurement, read again)", restored)
         same = {t: v[:2] for t, v in restored.items()} == {t: v[:2] for t, v in measured.items()}
         lines.append(f"  reset restores the measured detection: {'yes' if same else 'NO'}")
     print(f"detection per tier (every tier asking {args.share:g}, seed of the estate's policy):")
     print("\n".join(lines))
     print(f"random suite, seed {args.seed}: {len(faults)} faults drawn, {before[1]} tried")
-    for label, (quiet, tried) in (("before", before), ("after", after)):
+    for label, (quiet, tried, _) in (("before", before), ("after", after)):
         share = f"{quiet / tried:.0%}" if tried else "n/a"
         print(f"  {label} the detection proposals: {quiet} of {tried} fired no check ({share})")
+    print("  now caught: " + ("; ".join(sorted(set(before[2]) - set(after[2]))) or "none"))
+    print("  still no check: " + ("; ".join(after[2]) or "none"))
     print(f"  approved ({len(written)}): " + ("; ".join(written) or "none proposed"))
 
 
