@@ -23,7 +23,7 @@ def con(tmp_path: Path) -> duckdb.DuckDBPyConnection:
     con = duckdb.connect(str(tmp_path / "wh.duckdb"))
     con.execute("CREATE SCHEMA sales")
     con.execute(
-        "CREATE TABLE sales.payments AS SELECT i AS payment_id, "
+        "CREATE TABLE sales.payments AS SELECT i AS payment_id, 1000 + i AS receipt_no, "
         "['card', 'bank', 'voucher'][i % 3 + 1] AS method, "
         "'note ' || i AS memo, 12.5 + (i % 40) * 3.25 AS amount, i % 7 AS retries "
         "FROM range(1, 121) t(i)"
@@ -45,7 +45,8 @@ def test_learnt_on_codes_and_measures_never_on_identifiers_or_free_text(
     con: duckdb.DuckDBPyConnection,
 ) -> None:
     learnt = _learnt(con)
-    assert set(learnt) == {"", "method", "amount", "retries"}  # not payment_id, not memo
+    # not payment_id, nor receipt_no (it numbers the rows), nor memo (free text)
+    assert set(learnt) == {"", "method", "amount", "retries"}
     assert learnt[""] == "row_count_at_least_60"  # half of the 120 rows
     assert describe(learnt[""]) == "at least 60 rows"
     assert learnt["method"] == 'accepted_values:method=["bank", "card", "voucher"]'

@@ -136,11 +136,18 @@ def _named_row(column: str) -> bool:
     return low == "id" or low.endswith(("_id", "_key"))
 
 
+def _numbering(kind: str, distinct: int, total: int) -> bool:
+    """An integer column whose every row holds another value, on a table of some size: it
+    numbers the rows (an invoice number), and a range on it would page as the numbers grow."""
+    whole = any(t in kind.upper() for t in ("INT", "HUGEINT")) and "." not in kind
+    return whole and total >= 20 and distinct == total
+
+
 def learn(con: Any, table: str, cols: Columns) -> list[str]:
     """The parametrised templates the clean ``table`` supports: a floor of half its rows,
     ``accepted_values`` on each code column (2 to 20 values, each on at least three rows on
-    average), ``in_range`` on each numeric measure (not an identifier) with bounds a factor of
-    two around the data."""
+    average), ``in_range`` on each numeric measure (not an identifier, nor an integer that
+    numbers the rows) with bounds a factor of two around the data."""
     out: list[str] = []
     total = wh.row_count(con, table)
     floor = int(_round(total / 2, up=False)) if total >= 2 else 0
@@ -150,9 +157,9 @@ def learn(con: Any, table: str, cols: Columns) -> list[str]:
             continue
         col = wh.quote(column)
         if wh.is_numeric(kind):
-            sql = f"SELECT min({col}), max({col}) FROM {wh.rel(table)}"
-            low, high = con.execute(sql).fetchone() or (None, None)
-            if low is None or high is None:
+            sql = f"SELECT min({col}), max({col}), count(DISTINCT {col}) FROM {wh.rel(table)}"
+            low, high, distinct = con.execute(sql).fetchone() or (None, None, 0)
+            if low is None or high is None or _numbering(kind, distinct, total):
                 continue
             lo = _round(float(low) / 2 if low > 0 else float(low) * 2, up=False)
             hi = _round(float(high) * 2 if high > 0 else float(high) / 2, up=True)

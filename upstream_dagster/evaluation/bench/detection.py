@@ -67,7 +67,7 @@ def missed(settings: Settings, faults: list[Fault]) -> tuple[int, int, list[str]
     return len(quiet), tried, quiet
 
 
-def _asking(estate: Path, out: Path, share: float) -> None:
+def _asking(estate: Path, out: Path, share: float, per_tier: int | None = None) -> None:
     """``estate`` with min_fault_detection on every tier (kept where a tier sets it) and no cap
     on a batch's proposals."""
     body: dict[str, Any] = yaml.safe_load(estate.read_text())
@@ -76,6 +76,10 @@ def _asking(estate: Path, out: Path, share: float) -> None:
     # one batch holds every priced proposal: the bench approves all the detection ones at once
     # (a team would approve them over several nightly batches)
     body.setdefault("policies", {})["max_proposals_per_run"] = 1000
+    if per_tier is not None:  # a larger draw tries more of each tier's assets and columns
+        policy = body["policies"].setdefault("detection", {})
+        policy["faults_per_tier"] = per_tier
+        policy["max_seconds"] = max(float(policy.get("max_seconds", 600)), 30.0 * per_tier * 4)
     out.write_text(yaml.safe_dump(body, sort_keys=False))
 
 
@@ -138,6 +142,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, default=51, help="the random suite's seed")
     parser.add_argument("--share", type=float, default=0.8, help="min_fault_detection asked")
     parser.add_argument(
+        "--faults-per-tier",
+        type=int,
+        default=None,
+        help="the detection draw's size per tier (default: the estate's policies.detection)",
+    )
+    parser.add_argument(
         "--clean-base",
         action="store_true",
         help="measure on the evaluation's clean build (pinned clock; built once if missing) "
@@ -157,7 +167,7 @@ def main(argv: list[str] | None = None) -> None:
     with tempfile.TemporaryDirectory(prefix="bench-detection-") as work:
         state = Path(work) / "state"
         shutil.copytree(base.state_dir, state, ignore=shutil.ignore_patterns(*_SKIP))
-        _asking(base.estate_file, Path(work) / "estate.yaml", args.share)
+        _asking(base.estate_file, Path(work) / "estate.yaml", args.share, args.faults_per_tier)
         os.environ["UPSTREAM_STATE_DIR"] = str(state)
         os.environ["UPSTREAM_ESTATE"] = str(Path(work) / "estate.yaml")
         settings = settings_mod.load()
