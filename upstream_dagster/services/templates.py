@@ -153,7 +153,7 @@ def learn(con: Any, table: str, cols: Columns) -> list[str]:
     floor = int(_round(total / 2, up=False)) if total >= 2 else 0
     out += [f"{ROW_FLOOR}{floor}"] if floor >= 1 else []
     for column, kind in cols:
-        if _named_row(column) or total == 0:
+        if _named_row(column) or total == 0 or "=" in column:  # `=` ends a template's column
             continue
         col = wh.quote(column)
         if wh.is_numeric(kind):
