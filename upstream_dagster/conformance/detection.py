@@ -128,24 +128,23 @@ def with_detection(
     found = current(detection, spec)
     if found is None:
         return ctx
-    trials = {urn: tuple(_held(ctx, t) for t in ts) for urn, ts in found.by_asset.items()}
+    present = {x.urn for a in ctx.assets for x in a.assertions}
+    urns: dict[str, list[str]] = {}
+    for a in ctx.assets:
+        urns.setdefault(relation_of(a.urn).lower(), []).append(a.urn)
+    trials = {urn: tuple(_held(present, urns, t) for t in ts) for urn, ts in found.by_asset.items()}
     assets = tuple(
         replace(a, fault_trials=trials[a.urn]) if a.urn in trials else a for a in ctx.assets
     )
     return replace(ctx, assets=assets)
 
 
-def _held(ctx: MetadataContext, trial: FaultTrial) -> FaultTrial:
+def _held(present: set[str], urns: Mapping[str, list[str]], trial: FaultTrial) -> FaultTrial:
     """``trial`` less the catches by an assertion Upstream wrote on another asset that DataHub
-    no longer holds: such a check counts while it exists, so `reset` takes its catch away as it
+    no longer holds (``present``: the assertions it holds; ``urns``: the assets of each
+    relation): such a check counts while it exists, so `reset` takes its catch away as it
     takes away the asset's own."""
     prefix = "assertion "
-    if not any(c.startswith(prefix) for c in trial.caught_by):
-        return trial
-    present = {x.urn for a in ctx.assets for x in a.assertions}
-    urns: dict[str, list[str]] = {}
-    for a in ctx.assets:
-        urns.setdefault(relation_of(a.urn).lower(), []).append(a.urn)
 
     def holds(check: str) -> bool:
         if not check.startswith(prefix):

@@ -91,7 +91,7 @@ def report(data: Sequence[Sample], weights: tuple[float, ...]) -> list[str]:
         f"| {f} | {p:+.2f} | {w:+.3f} |"
         for f, p, w in zip(("(bias)", *FEATURES), PRIOR, weights, strict=True)
     ]
-    scored = [(Score.logistic(weights, s.features), s.right) for s in data]
+    scored = _scored(data, weights)
     lines += ["", "| confidence | samples | mean confidence | share right |", "|---|---|---|---|"]
     for b in range(5):
         low, high = b / 5, (b + 1) / 5

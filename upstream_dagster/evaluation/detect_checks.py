@@ -91,12 +91,7 @@ class Watch:
                         )
             for _, dataset, template in self.templates:
                 table = relation_of(dataset)
-                try:
-                    ok = evaluate_template(con, table, tables.get(table), template, clock.now())
-                    passed = ok.passed
-                except duckdb.Error:
-                    passed = False
-                if not passed:
+                if not _template_passes(con, tables, table, template):
                     out.add(f"assertion {template} on {table}")
             for _, dataset, rule, column in self.guards:
                 if not _guard_passes(con, tables, relation_of(dataset), rule, column):

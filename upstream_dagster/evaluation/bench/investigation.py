@@ -34,7 +34,7 @@ from upstream_dagster.reliability.health import (
     Window,
 )
 from upstream_dagster.reliability.investigate import investigate
-from upstream_dagster.reliability.walk import BudgetExhausted, Trigger
+from upstream_dagster.reliability.walk import BudgetExhausted, Trigger, reachable
 
 COLUMN = "c0"
 WINDOW = Window(last_good_ms=1_000, symptom_ms=2_000)
@@ -78,13 +78,7 @@ def _descendants(ups: dict[str, tuple[str, ...]], cause: str) -> set[str]:
 
 
 def _ancestors(ups: dict[str, tuple[str, ...]], node: str) -> set[str]:
-    seen, stack = {node}, [node]
-    while stack:
-        for u in ups.get(stack.pop(), ()):
-            if u not in seen:
-                seen.add(u)
-                stack.append(u)
-    return seen
+    return reachable(node, ups) | {node}
 
 
 def generate(models: int, seed: int = 7, layers: int = 10) -> Estate:
