@@ -34,13 +34,15 @@ JOURNAL_ONLY = (
 )
 # The reliability and remediation areas: the score job that `plan` runs uses neither.
 INCIDENTS = ("upstream_dagster.defs.reliability", "upstream_dagster.defs.remediation")
+# Dagster's run storage: a command that reads the journal opens the embedded event log alone.
+RUNS = "dagster._core.storage.runs.sqlite.sqlite_run_storage"
 SPEC = "upstream_dagster.spec.models"  # estate.yaml's models: `show` names owners with spec.urns
 KEY = "shop.orders:not_null_amount@2026-11-29T06:00:18.379Z~a94206c5"
 
 
 def _loaded(state: Path, *argv: str) -> tuple[subprocess.CompletedProcess[str], dict[str, bool]]:
     """Run ``upstream ARGV`` in a fresh interpreter; which of the watched modules it loaded."""
-    watched = sorted({*JOURNAL_ONLY, *INCIDENTS, "dagster", SPEC})
+    watched = sorted({*JOURNAL_ONLY, *INCIDENTS, "dagster", SPEC, RUNS})
     probe = (
         "import json, sys\nfrom upstream_dagster.cli import app\n"
         f"sys.argv = ['upstream', *{list(argv)!r}]\n"
@@ -54,12 +56,12 @@ def _loaded(state: Path, *argv: str) -> tuple[subprocess.CompletedProcess[str], 
     return ran, json.loads(ran.stderr.strip().splitlines()[-1])
 
 
-def _journal(state: Path) -> None:
+def _journal(state: Path, config: str = DAGSTER_YAML) -> None:
     """A state folder whose journal holds a planned batch and an incident's verdict with a fix
     nobody approved, recorded as the score and reliability jobs record them."""
     home = state / "dagster_home"
     home.mkdir(parents=True)
-    (home / "dagster.yaml").write_text(DAGSTER_YAML)
+    (home / "dagster.yaml").write_text(config)
     instance = dg.DagsterInstance.from_config(str(home))
     queued = "- coverage batch 0123456789abcdef: 3 proposals, 60.0% -> 70.0% projected"
     instance.report_runless_asset_event(
@@ -88,12 +90,30 @@ def test_queue_and_show_read_the_journal_and_nothing_else(tmp_path: Path) -> Non
     assert queued.returncode == 0, queued.stderr[-2000:]
     assert "- coverage batch 0123456789abcdef" in queued.stdout
     assert f"- incident {KEY}: root cause shop.orders.amount" in queued.stdout
-    assert loaded["dagster"] and not [m for m in (*JOURNAL_ONLY, SPEC) if loaded[m]], loaded
+    assert loaded["dagster"] and not [m for m in (*JOURNAL_ONLY, SPEC, RUNS) if loaded[m]], loaded
     shown, loaded = _loaded(state, "show", short_id(KEY))
     assert shown.returncode == 0, shown.stderr[-2000:]
     assert "shop.orders.amount holds nulls" in shown.stdout
     assert f"upstream approve --incident {short_id(KEY)}" in shown.stdout
-    assert not [m for m in JOURNAL_ONLY if loaded[m]], loaded
+    assert not [m for m in (*JOURNAL_ONLY, RUNS) if loaded[m]], loaded
+
+
+def test_a_dagster_yaml_that_keeps_storage_elsewhere_is_read_through_the_instance(
+    tmp_path: Path,
+) -> None:
+    """A deployment's dagster.yaml may keep the journal in another folder or in PostgreSQL:
+    `queue` and `show` then read it where the instance says, never the state folder's default."""
+    state, elsewhere = tmp_path / "state", tmp_path / "elsewhere"
+    _journal(state, DAGSTER_YAML + f"storage:\n  sqlite:\n    base_dir: {elsewhere}\n")
+    assert (elsewhere / "history").is_dir()
+    assert not (state / "dagster_home" / "history").exists()
+    queued, loaded = _loaded(state, "queue")
+    assert queued.returncode == 0, queued.stderr[-2000:]
+    assert "- coverage batch 0123456789abcdef" in queued.stdout
+    assert f"- incident {KEY}: root cause shop.orders.amount" in queued.stdout
+    assert loaded[RUNS], "read through the whole instance"
+    shown, _ = _loaded(state, "show", "latest")
+    assert "shop.orders.amount holds nulls" in shown.stdout, shown.stderr[-2000:]
 
 
 def test_plan_reads_datahub_lite_without_the_sdk_or_the_incident_areas(estate: Settings) -> None:

@@ -114,9 +114,9 @@ def print_proposals(records: list[dict[str, Any]], note: str = "") -> None:
 def queue() -> None:
     """Print everything waiting on a person (one queue for every controller)."""
     settings = settings_mod.load()
-    runs_db = instance.dagster_instance(settings)
-    meta = journal.latest(runs_db, journal.QUEUE)
-    incidents = journal.waiting_incidents(runs_db, instance.gate_store(settings))
+    read = instance.journal(settings)
+    meta = journal.latest(read, journal.QUEUE)
+    incidents = journal.waiting_incidents(read, instance.read_gate_store(settings, read))
     if meta:
         for line in str(meta["queue"]).splitlines():
             if line.startswith("- coverage"):

@@ -146,8 +146,8 @@ def print_diff(diff: str) -> None:
 
 def resolved(settings: settings_mod.Settings, given: str) -> str:
     """The incident key a person named: a key, a short id, or `latest`."""
-    runs_db = instance.dagster_instance(settings)
-    return guarded(lambda: incident_list.resolve(runs_db, given))
+    read = instance.journal(settings)
+    return guarded(lambda: incident_list.resolve(read, given))
 
 
 @app.command()
@@ -160,7 +160,7 @@ def show(
     """Print an incident's root-cause analysis: cause, confidence, evidence, patch, approval."""
     settings = settings_mod.load()
     key = resolved(settings, key)
-    summary = journal.verdict(instance.dagster_instance(settings), key)
+    summary = journal.verdict(instance.journal(settings), key)
     if summary is None:
         fail(UpstreamError(f"no investigation of {key!r}", "run `upstream investigate`"))
     plain(f"{short_id(summary.key)}  {summary.key}")
@@ -172,8 +172,8 @@ def show(
 def list_incidents() -> None:
     """Every investigated incident: id, dataset, check, status, age, confidence and owner."""
     settings = settings_mod.load()
-    runs_db = instance.dagster_instance(settings)
-    found = guarded(lambda: incident_list.rows(runs_db, instance.gate_store(settings)))
+    read = instance.journal(settings)
+    found = guarded(lambda: incident_list.rows(read, instance.read_gate_store(settings, read)))
     if not found:
         out.print("No incident has been investigated: `upstream investigate` looks for them.")
         return

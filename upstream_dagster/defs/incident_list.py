@@ -5,9 +5,7 @@ journal (the verdicts, the fixes and the resolutions) and the gate's store (who 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
-
-import dagster as dg
+from typing import TYPE_CHECKING, Any
 
 from upstream_dagster.datahub.incident_keys import parse_key, short_id
 from upstream_dagster.defs import journal
@@ -15,6 +13,9 @@ from upstream_dagster.errors import UpstreamError
 from upstream_dagster.spec.urns import short
 from upstream_dagster.state import claims
 from upstream_dagster.state.store import GateStore
+
+if TYPE_CHECKING:
+    from upstream_dagster.defs.instance import Journal
 
 LATEST = "latest"
 MIN_PREFIX = 4  # characters of a short id a person may type
@@ -70,7 +71,7 @@ def _parts(key: str) -> tuple[str, str]:
     return dataset, check
 
 
-def rows(instance: dg.DagsterInstance, store: GateStore) -> list[IncidentRow]:
+def rows(instance: Journal, store: GateStore) -> list[IncidentRow]:
     """Every investigated incident, the newest first."""
     verdicts = journal.by_partition(instance, journal.VERDICT, SCANNED)
     resolutions = journal.by_partition(instance, journal.RESOLUTION, SCANNED)
@@ -109,7 +110,7 @@ def rows(instance: dg.DagsterInstance, store: GateStore) -> list[IncidentRow]:
     return sorted(out, key=lambda r: (r.opened_ms, r.key), reverse=True)
 
 
-def resolve(instance: dg.DagsterInstance, given: str) -> str:
+def resolve(instance: Journal, given: str) -> str:
     """The incident key ``given`` names: the key itself, its short id (or a unique start of
     it, four characters at least), or ``latest`` (the incident investigated last)."""
     given = given.strip()
@@ -139,7 +140,7 @@ def resolve(instance: dg.DagsterInstance, given: str) -> str:
     )
 
 
-def _investigated(instance: dg.DagsterInstance) -> list[str]:
+def _investigated(instance: Journal) -> list[str]:
     """Investigated incident keys, the one investigated last first."""
     return list(journal.by_partition(instance, journal.VERDICT, SCANNED))
 

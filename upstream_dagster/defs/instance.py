@@ -8,11 +8,17 @@ the time ``import dagster`` takes.
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
 
 import dagster as dg
+import yaml
 
 from upstream_dagster.settings import Settings
 from upstream_dagster.state.store import GateStore
+
+if TYPE_CHECKING:
+    from dagster._core.storage.event_log.sqlite.sqlite_event_log import SqliteEventLogStorage
 
 # Both write-back assets share one pool of one slot; both write-back jobs carry this tag, which
 # a production run queue limits to one (docs/deploy/dagster.yaml).
@@ -41,6 +47,7 @@ _ephemeral: dict[str, dg.DagsterInstance] = {}
 # schema revision (hundreds of migration scripts read) each time it opens one, which was
 # half of what `upstream queue` took when it opened it twice.
 _opened: dict[str, dg.DagsterInstance] = {}
+_read: dict[str, EventLog] = {}  # the embedded event log opened alone, per state folder
 _pooled: set[int] = set()  # the instances whose pools are made
 
 
@@ -64,6 +71,71 @@ def dagster_instance(settings: Settings) -> dg.DagsterInstance:
     if key not in _opened:
         _opened[key] = dg.DagsterInstance.get()
     return _opened[key]
+
+
+class Journal(Protocol):
+    """What reading the journal needs of Dagster: its event log's materializations."""
+
+    def fetch_materializations(
+        self, records_filter: dg.AssetKey | dg.AssetRecordsFilter, limit: int
+    ) -> dg.EventRecordsResult: ...
+
+    def get_latest_materialization_event(
+        self, asset_key: dg.AssetKey
+    ) -> dg.EventLogEntry | None: ...
+
+
+@dataclass(frozen=True)
+class EventLog:
+    """The journal of the embedded default (Dagster's SQLite event log in the state folder),
+    opened alone: no run or schedule storage, whose modules and schema checks were half of what
+    `upstream queue` and `upstream show` took."""
+
+    storage: SqliteEventLogStorage
+
+    def fetch_materializations(
+        self, records_filter: dg.AssetKey | dg.AssetRecordsFilter, limit: int
+    ) -> dg.EventRecordsResult:
+        return self.storage.fetch_materializations(records_filter, limit)
+
+    def get_latest_materialization_event(self, asset_key: dg.AssetKey) -> dg.EventLogEntry | None:
+        return self.storage.get_latest_materialization_events([asset_key]).get(asset_key)
+
+
+# A dagster.yaml naming any of these keeps its storage elsewhere (PostgreSQL in production):
+# the journal is then read through the whole instance.
+STORAGE_KEYS = ("storage", "event_log_storage", "run_storage", "schedule_storage")
+
+
+def journal(settings: Settings) -> Journal:
+    """The journal, for a command that only reads it: the embedded SQLite event log opened
+    alone when the state folder's dagster.yaml is Upstream's own default, else the instance."""
+    home = settings.dagster_home
+    config = home / "dagster.yaml"
+    index = home / "history" / "runs" / "index.db"
+    if os.environ.get(EPHEMERAL_ENV) == "1" or not (config.exists() and index.exists()):
+        return dagster_instance(settings)
+    try:
+        declared = yaml.safe_load(config.read_text()) or {}
+    except yaml.YAMLError:
+        declared = None  # the instance says what is wrong with it
+    if not isinstance(declared, dict) or any(key in declared for key in STORAGE_KEYS):
+        return dagster_instance(settings)
+    if str(index) not in _read:
+        from dagster._core.storage.event_log.sqlite.sqlite_event_log import SqliteEventLogStorage
+
+        _read[str(index)] = EventLog(SqliteEventLogStorage(str(index.parent)))
+    return _read[str(index)]
+
+
+def read_gate_store(settings: Settings, read: Journal) -> GateStore:
+    """The gate's store beside a journal ``journal`` opened: the embedded event log's
+    deployment keeps it in the state folder (or UPSTREAM_GATE_DB)."""
+    if isinstance(read, EventLog):
+        return (
+            GateStore(settings.gate_db) if settings.gate_db else GateStore.local(settings.state_dir)
+        )
+    return gate_store(settings)
 
 
 def run_instance(settings: Settings) -> dg.DagsterInstance:

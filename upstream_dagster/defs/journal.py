@@ -8,13 +8,16 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import dagster as dg
 
 from upstream_dagster.datahub.model import PreImage
 from upstream_dagster.state import claims
 from upstream_dagster.state.store import GateStore
+
+if TYPE_CHECKING:
+    from upstream_dagster.defs.instance import Journal
 
 PROPOSALS = dg.AssetKey("proposals")
 QUEUE = dg.AssetKey("approval_queue")
@@ -28,7 +31,7 @@ def _plain(metadata: Mapping[str, dg.MetadataValue]) -> dict[str, Any]:
     return {k: v.value for k, v in metadata.items()}
 
 
-def latest(instance: dg.DagsterInstance, key: dg.AssetKey) -> dict[str, Any]:
+def latest(instance: Journal, key: dg.AssetKey) -> dict[str, Any]:
     """The latest materialization's metadata as plain values ({} when there is none)."""
     event = instance.get_latest_materialization_event(key)
     if event is None or event.asset_materialization is None:
@@ -37,7 +40,7 @@ def latest(instance: dg.DagsterInstance, key: dg.AssetKey) -> dict[str, Any]:
 
 
 def latest_for(
-    instance: dg.DagsterInstance, key: dg.AssetKey, partition: str, run_id: str | None = None
+    instance: Journal, key: dg.AssetKey, partition: str, run_id: str | None = None
 ) -> dict[str, Any]:
     """The latest materialization of one partition (in one run, when given) as plain values."""
     found = instance.fetch_materializations(
@@ -83,9 +86,7 @@ def _entry(raw: Any, run_id: str, order: int) -> Entry:
     )
 
 
-def entries(
-    instance: dg.DagsterInstance, key: dg.AssetKey = WRITEBACK, limit: int = 1000
-) -> list[Entry]:
+def entries(instance: Journal, key: dg.AssetKey = WRITEBACK, limit: int = 1000) -> list[Entry]:
     """Every write-back's journal entry of one asset, newest first."""
     out = []
     for record in instance.fetch_materializations(key, limit=limit).records:
@@ -95,12 +96,12 @@ def entries(
     return out
 
 
-def written(instance: dg.DagsterInstance) -> list[Entry]:
+def written(instance: Journal) -> list[Entry]:
     """The write-backs that wrote something, newest first."""
     return [e for e in entries(instance) if e.written]
 
 
-def undoable(instance: dg.DagsterInstance) -> list[Entry]:
+def undoable(instance: Journal) -> list[Entry]:
     """Everything Upstream wrote and has not undone yet: coverage batches and incident
     write-backs, newest first. A write undone by a reset is done with; the same batch approved
     again after that reset is a new write, undoable again."""
@@ -110,7 +111,7 @@ def undoable(instance: dg.DagsterInstance) -> list[Entry]:
     return sorted(found, key=lambda e: e.order, reverse=True)
 
 
-def finished_runs(instance: dg.DagsterInstance) -> set[str]:
+def finished_runs(instance: Journal) -> set[str]:
     """The write-back runs that got as far as their journal entry."""
     return {e.run_id for e in entries(instance) + entries(instance, RESOLUTION)}
 
@@ -136,7 +137,7 @@ def started(instance: dg.DagsterInstance, run_id: str) -> float:
     return found[0].create_timestamp.timestamp() if found else 0.0
 
 
-def reset_orders(instance: dg.DagsterInstance) -> dict[str, int]:
+def reset_orders(instance: Journal) -> dict[str, int]:
     """Each batch an earlier reset restored -> the event log position of its latest reset."""
     out: dict[str, int] = {}
     for record in instance.fetch_materializations(RESET, limit=1000).records:
@@ -180,7 +181,7 @@ def summary_of(key: str, meta: dict[str, Any]) -> VerdictSummary:
     )
 
 
-def verdict(instance: dg.DagsterInstance, key: str) -> VerdictSummary | None:
+def verdict(instance: Journal, key: str) -> VerdictSummary | None:
     records = instance.fetch_materializations(
         dg.AssetRecordsFilter(asset_key=VERDICT, asset_partitions=[key]), limit=1
     ).records
@@ -189,9 +190,7 @@ def verdict(instance: dg.DagsterInstance, key: str) -> VerdictSummary | None:
     return summary_of(key, _plain(records[0].asset_materialization.metadata))
 
 
-def by_partition(
-    instance: dg.DagsterInstance, key: dg.AssetKey, limit: int
-) -> dict[str, dict[str, Any]]:
+def by_partition(instance: Journal, key: dg.AssetKey, limit: int) -> dict[str, dict[str, Any]]:
     """Partition -> its latest materialization's metadata as plain values, the partition
     materialized last first (of the ``limit`` latest materializations)."""
     out: dict[str, dict[str, Any]] = {}
@@ -202,12 +201,12 @@ def by_partition(
     return out
 
 
-def verdicts(instance: dg.DagsterInstance) -> list[VerdictSummary]:
+def verdicts(instance: Journal) -> list[VerdictSummary]:
     """The latest verdict of every incident, by key."""
     return [summary_of(k, m) for k, m in sorted(by_partition(instance, VERDICT, 200).items())]
 
 
-def waiting_verdicts(instance: dg.DagsterInstance, store: GateStore) -> list[VerdictSummary]:
+def waiting_verdicts(instance: Journal, store: GateStore) -> list[VerdictSummary]:
     """Concluded incidents with an actionable fix that nobody has approved yet."""
     return [
         v
@@ -216,7 +215,7 @@ def waiting_verdicts(instance: dg.DagsterInstance, store: GateStore) -> list[Ver
     ]
 
 
-def waiting_incidents(instance: dg.DagsterInstance, store: GateStore) -> list[str]:
+def waiting_incidents(instance: Journal, store: GateStore) -> list[str]:
     return [
         f"incident {v.key}: {v.conclusion}; fix: {v.remedy} (digest {v.digest})"
         for v in waiting_verdicts(instance, store)
