@@ -3,6 +3,7 @@ the real parts) and each test that changes it gets a file copy of the state fold
 
 from __future__ import annotations
 
+import fcntl
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -51,13 +52,11 @@ def _no_gms(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("DATAHUB_GMS_TOKEN", raising=False)
 
 
-@pytest.fixture(scope="session")
-def built_estate(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A state folder holding the demo estate built and ingested by the estate_build job."""
+def _build(state: Path) -> None:
+    """The demo estate built and ingested into ``state`` by the estate_build job."""
     from upstream_dagster.runs import run_job
     from upstream_dagster.warehouse.dbt_project import DbtProject
 
-    state = tmp_path_factory.mktemp("estate") / "state"
     with pytest.MonkeyPatch.context() as env:  # the session's environment, restored after
         for key, value in _env(state).items():
             env.setenv(key, value)
@@ -66,6 +65,28 @@ def built_estate(tmp_path_factory: pytest.TempPathFactory) -> Path:
         project.deploy()
         project.parse()
         run_job(settings, "estate_build")
+
+
+@pytest.fixture(scope="session")
+def built_estate(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> Path:
+    """A state folder holding the demo estate built and ingested by the estate_build job.
+
+    Under `pytest -n` (make test) the first worker to ask builds it once, under a file lock,
+    in the run's shared temporary folder; each worker then works on a copy of its own, so no
+    two processes ever write one Dagster home, warehouse or DataHub Lite file."""
+    state = tmp_path_factory.mktemp("estate") / "state"
+    if worker_id == "master":  # not distributed
+        _build(state)
+        return state
+    shared = tmp_path_factory.getbasetemp().parent / "built-estate"
+    shared.mkdir(exist_ok=True)
+    with (shared / "lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the holder exits, even killed
+        if not (shared / "built").exists():
+            shutil.rmtree(shared / "state", ignore_errors=True)  # a build that died part-way
+            _build(shared / "state")
+            (shared / "built").touch()
+    shutil.copytree(shared / "state", state)
     return state
 
 
