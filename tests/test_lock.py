@@ -67,3 +67,15 @@ def test_make_install_installs_the_lock_and_never_resolves() -> None:
     assert "pip sync" in recipe and "--require-hashes" in recipe
     assert "--no-deps --editable ." in recipe  # the project itself adds nothing unlocked
     assert "pip install --quiet --disable-pip-version-check" not in makefile
+
+
+def test_a_clone_tracks_no_link_into_another_checkout() -> None:
+    """A symlink in git (a worktree's `.uv -> /work/main/.uv` once was) makes a fresh clone's
+    `make` follow it into a folder that is not there, or loop: nothing tracked is a link."""
+    import subprocess
+
+    listed = subprocess.run(
+        ["git", "ls-files", "-s"], cwd=ROOT, check=True, capture_output=True, text=True
+    ).stdout
+    links = [line.split("\t", 1)[1] for line in listed.splitlines() if line.startswith("120000")]
+    assert links == [], f"tracked symlinks: {links}; `git rm --cached` them"
