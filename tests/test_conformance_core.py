@@ -186,7 +186,7 @@ def test_risk_weights_sum_to_one_and_explain_shows_missing_history_as_not_evalua
     assert "fragility n/a (no incident history in DataHub yet)" in explained
     assert "1 dashboards downstream" in explained
     model = RiskModel(ctx, spec(), dial.results, NOW)
-    assert model.depth[A] == 1 and DASH in model.reach[B]
+    assert model.depth[A] == 1 and model.consumers(B) == 1 and model.fanout(B) == 2
 
 
 def test_criticality_is_what_estate_yaml_declares_never_the_order_of_tiers() -> None:
@@ -279,3 +279,53 @@ def test_planning_cites_git_history_and_column_lineage_when_nothing_nearer_exist
     assert by_req["require_glossary_term"].change.values == ("urn:li:glossaryTerm:Money",)
     assert "column lineage" in by_req["require_glossary_term"].evidence[0]
     assert result.projected.overall.percent == 100.0
+
+
+def test_downstream_counts_match_a_walk_of_the_lineage_on_random_graphs() -> None:
+    """The risk model counts what lies downstream without keeping every transitive set: on
+    random lineage (fan-in, fan-out, diamonds, a cycle, edges to assets DataHub does not hold)
+    each count equals a plain walk's."""
+    import random
+
+    for seed in range(30):
+        rng = random.Random(seed)
+        n = rng.randint(2, 40)
+        urns = [
+            f"urn:li:dashboard:(looker,d{i})" if rng.random() < 0.2 else f"{A[:-6]}{i},PROD)"
+            for i in range(n)
+        ]
+        downs: dict[str, set[str]] = {u: set() for u in urns}
+        for i, u in enumerate(urns):
+            for j in rng.sample(range(n), k=min(n, rng.randint(0, 3))):
+                if j > i or rng.random() < 0.05:  # mostly a DAG, now and then a cycle
+                    downs[u].add(
+                        urns[j] if j != i else "urn:li:dataset:(urn:li:dataPlatform:x,gone,PROD)"
+                    )
+        ups: dict[str, set[str]] = {u: set() for u in urns}
+        for u, ds in downs.items():
+            for d in ds:
+                if d in ups:
+                    ups[d].add(u)
+        ctx = ctx_of(
+            *(
+                AssetFacts(
+                    urn=u,
+                    entity_type="dashboard" if "dashboard" in u else "dataset",
+                    upstreams=tuple(sorted(ups[u])),
+                    downstreams=tuple(sorted(downs[u])),
+                )
+                for u in urns
+            )
+        )
+        model = RiskModel(ctx, spec(), (), NOW)
+        acyclic = all(urns.index(d) > urns.index(u) for u in urns for d in downs[u] if d in ups)
+        for u in urns:
+            seen, stack = set(), list(downs[u])
+            while stack:
+                d = stack.pop()
+                if d not in seen:
+                    seen.add(d)
+                    stack.extend(downs.get(d, ()))
+            if acyclic:  # in a cycle the depth order, not a walk, decides what is counted
+                assert model.fanout(u) == len(seen), (seen, u)
+                assert model.consumers(u) == sum(1 for d in seen if "dashboard" in d)

@@ -16,9 +16,11 @@ evaluable with its reason and contributes nothing; it is never shown as a zero.
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
+from typing import TypeVar, cast
 
 from upstream_dagster.conformance.context import AssetFacts, MetadataContext
 from upstream_dagster.conformance.requirements import CheckResult
@@ -37,6 +39,7 @@ WEIGHTS: tuple[tuple[str, float], ...] = (
 )
 DAY_MS = 86_400_000
 CONSUMERS = ("dashboard", "chart")
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +92,12 @@ class RiskModel:
             by_asset.setdefault(r.asset, []).append(r)
         self.checks = by_asset
         self._terms: dict[tuple[str, str], tuple[Term, ...]] = {}
+        # Most assets' terms read the same (no incidents, 1 of 3 checks failing, no critical
+        # term): one shared Term, term tuple and Risk per distinct value, not one per asset
+        self._shared: dict[object, object] = {}
+
+    def _one(self, value: _T) -> _T:
+        return cast(_T, self._shared.setdefault(value, value))
 
     @cached_property
     def depth(self) -> Mapping[str, int]:
@@ -108,37 +117,48 @@ class RiskModel:
         return memo
 
     @cached_property
-    def reach(self) -> Mapping[str, frozenset[str]]:
-        """Every asset downstream of each asset (transitively)."""
-        out: dict[str, frozenset[str]] = {}
-        for urn in sorted(self.depth, key=lambda u: -self.depth[u]):
-            downs = set()
-            for d in self.ctx.by_urn[urn].downstreams:
+    def _downstream(self) -> Mapping[str, tuple[int, int]]:
+        """Per asset: how many assets are downstream of it (transitively) and how many of those
+        are dashboards or charts. The transitive sets are built deepest first and each is
+        dropped once every asset upstream of it has read it: at a million datasets, keeping
+        them all was the ranking's peak."""
+        by_urn = self.ctx.by_urn
+        order = sorted(self.depth, key=lambda u: -self.depth[u])
+        readers = Counter(d for urn in order for d in by_urn[urn].downstreams)
+        sets: dict[str, frozenset[str]] = {}
+        out: dict[str, tuple[int, int]] = {}
+        for urn in order:
+            downs: set[str] = set()
+            for d in by_urn[urn].downstreams:
                 downs.add(d)
-                downs |= out.get(d, frozenset())
-            out[urn] = frozenset(downs)
+                downs |= sets.get(d, frozenset())
+            if readers[urn]:  # an asset upstream still reads it
+                sets[urn] = frozenset(downs)
+            out[urn] = (len(downs), sum(1 for d in downs if entity_type(d) in CONSUMERS))
+            for d in by_urn[urn].downstreams:
+                readers[d] -= 1
+                if not readers[d]:
+                    sets.pop(d, None)
         return out
 
     @cached_property
     def max_depth_fanout(self) -> int:
-        return max((self.depth[u] * len(self.reach[u]) for u in self.depth), default=0) or 1
+        return max((self.depth[u] * self.fanout(u) for u in self.depth), default=0) or 1
 
-    @cached_property
-    def _consumer_counts(self) -> Mapping[str, int]:
-        return {
-            u: sum(1 for d in reach if entity_type(d) in CONSUMERS)
-            for u, reach in self.reach.items()
-        }
+    def fanout(self, urn: str) -> int:
+        """How many assets are downstream of ``urn``, transitively."""
+        return self._downstream.get(urn, (0, 0))[0]
 
     def consumers(self, urn: str) -> int:
-        return self._consumer_counts.get(urn, 0)
+        """How many dashboards or charts are downstream of ``urn``, transitively."""
+        return self._downstream.get(urn, (0, 0))[1]
 
     def _asset_terms(self, urn: str, tier: str) -> tuple[Term, ...]:
         """Every term but uncertainty depends on the asset and its tier only: compute once."""
         key = (urn, tier)
         if key not in self._terms:
             a = self.ctx.by_urn[urn]
-            self._terms[key] = (
+            terms = (
                 self._criticality(a, tier),
                 self._fragility(a),
                 self._assertion_gap(a),
@@ -147,10 +167,12 @@ class RiskModel:
                 self._similarity(a),
                 self._impact(a),
             )
+            self._terms[key] = self._one(tuple(self._one(t) for t in terms))
         return self._terms[key]
 
     def risk(self, result: CheckResult, confidence: float = 1.0) -> Risk:
-        return Risk(terms=(*self._asset_terms(result.asset, result.tier), _uncertainty(confidence)))
+        terms = (*self._asset_terms(result.asset, result.tier), _uncertainty(confidence))
+        return self._one(Risk(terms=terms))
 
     def _criticality(self, a: AssetFacts, tier: str) -> Term:
         rank = self.tier_rank.get(tier, 0.0)
@@ -187,7 +209,7 @@ class RiskModel:
         )
 
     def _depth(self, a: AssetFacts) -> Term:
-        depth, fan = self.depth.get(a.urn, 0), len(self.reach.get(a.urn, ()))
+        depth, fan = self.depth.get(a.urn, 0), self.fanout(a.urn)
         return Term(
             "lineage_depth",
             0.10,

@@ -5,9 +5,11 @@ newest of what DataHub records about it."""
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+import orjson
 
 from upstream_dagster.conformance.context import (
     AssertionFact,
@@ -28,12 +30,54 @@ from upstream_dagster.spec.urns import (
 )
 
 
+class Packed(MutableMapping[str, Json]):
+    """One URN's raw aspects until assemble reads them, each kept as its JSON text.
+
+    Parsed, the aspects of a million datasets (a dict, its keys and its strings per aspect)
+    were most of the read path's peak, about three times their JSON text. ``pack`` keeps an
+    aspect's JSON as text (orjson's bytes each hold a 4 KiB buffer, so ``.decode()``: a str is
+    its own length) and every read decodes it again (assemble reads each once); a value set
+    with ``[]`` (the slimmed schema, whose field dicts are shared across assets) stays as it
+    is, so its sharing survives.
+    """
+
+    __slots__ = ("_held",)
+
+    def __init__(self) -> None:
+        self._held: dict[str, Any] = {}
+
+    def pack(self, aspects: Mapping[str, Json]) -> None:
+        for name, value in aspects.items():
+            self._held[name] = orjson.dumps(value).decode()
+
+    def __getitem__(self, name: str) -> Json:
+        value = self._held[name]
+        decoded: Json = orjson.loads(value) if isinstance(value, str) else value
+        return decoded
+
+    def __setitem__(self, name: str, value: Json) -> None:
+        self._held[name] = value
+
+    def __delitem__(self, name: str) -> None:
+        del self._held[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._held)
+
+    def __len__(self) -> int:
+        return len(self._held)
+
+    def unpacked(self) -> dict[str, Json]:
+        """Every aspect decoded once, as a plain dict."""
+        return {name: self[name] for name in self._held}
+
+
 @dataclass
 class Raw:
     """What the slices read: the asset URNs, their aspects, slice reports, display names."""
 
     urns: list[str] = field(default_factory=list)
-    aspects: dict[str, dict[str, Json]] = field(default_factory=lambda: defaultdict(dict))
+    aspects: dict[str, Packed] = field(default_factory=lambda: defaultdict(Packed))
     slices: list[SliceReport] = field(default_factory=list)
     names: dict[str, str] = field(default_factory=dict)
     around: dict[str, dict[str, Json]] = field(default_factory=dict)  # containers, data jobs
@@ -41,7 +85,13 @@ class Raw:
     asked: set[str] = field(default_factory=set)  # URNs whose display name was read
 
 
-def referenced(aspects: dict[str, Json], key: str) -> list[str]:
+def _unpacked(aspects: Mapping[str, Json] | None) -> dict[str, Json]:
+    if isinstance(aspects, Packed):
+        return aspects.unpacked()
+    return dict(aspects or {})
+
+
+def referenced(aspects: Mapping[str, Json], key: str) -> list[str]:
     """The owners, domains, terms or tags an asset's aspects name, as URNs."""
     if key == "owners":
         return [o["owner"] for o in (aspects.get("ownership") or {}).get("owners", [])]
@@ -64,7 +114,8 @@ def _primaries(raw: Raw) -> dict[str, str]:
     """Secondary twin -> primary (the dbt entity), from the siblings aspects."""
     out: dict[str, str] = {}
     for urn in raw.urns:
-        sib = raw.aspects.get(urn, {}).get("siblings")
+        held = raw.aspects.get(urn)
+        sib = held.get("siblings") if held is not None else None
         if sib and not sib.get("primary", False) and sib.get("siblings"):
             out[urn] = str(sib["siblings"][0])
     return out
@@ -184,20 +235,16 @@ def assemble(
 
     ups, downs, column_edges, jobs_of = _lineage(edges, raw, prime)
     assets = []
-    empty: Json = {}
     # A URN's raw aspects are dropped once the last asset built from them is: at a million
     # datasets the raw JSON and the facts made from it no longer have to fit side by side.
     uses = Counter(u for group in groups.values() for u in group)
     for primary, group in sorted(groups.items()):
         members = list(group)
+        read = {u: _unpacked(raw.aspects.get(u)) for u in members}
         # a field's text on a twin documents the same field here (DataHub's sibling rule)
-        twin_docs = {
-            k: v for u in members[::-1] for k, v in field_texts(raw.aspects.get(u, empty)).items()
-        }
-        facts = [
-            _facts_of(u, raw.aspects.get(u, empty), {**twin_docs, **raw.field_docs.get(u, {})})
-            for u in members
-        ]
+        twin_docs = {k: v for u in members[::-1] for k, v in field_texts(read[u]).items()}
+        facts = [_facts_of(u, read[u], {**twin_docs, **raw.field_docs.get(u, {})}) for u in members]
+        del read
         for u in members:
             uses[u] -= 1
             if not uses[u]:

@@ -116,7 +116,7 @@ def _read_names(raw: Raw, graph: MetadataGraph, keys: tuple[str, ...]) -> int:
 def _read_aspects(raw: Raw, graph: MetadataGraph, names: list[str]) -> int:
     found = graph.get_aspects(raw.urns, names)
     for urn, aspects in found.items():
-        raw.aspects[urn].update(aspects)
+        raw.aspects[urn].pack(aspects)
     return sum(1 for a in found.values() for n in names if n in a)
 
 

@@ -11,6 +11,7 @@ never changed, downstream.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, MutableMapping
 from typing import Any
 
 from upstream_dagster.datahub.model import Json
@@ -43,7 +44,9 @@ def slim_schema(schema: Json, shared: dict[tuple[str, str, str], Json]) -> Json:
     return {"fields": tuple(slim_field(f, shared) for f in schema.get("fields") or ())}
 
 
-def read_schemas(graph: MetadataGraph, urns: list[str], into: dict[str, dict[str, Any]]) -> int:
+def read_schemas(
+    graph: MetadataGraph, urns: list[str], into: Mapping[str, MutableMapping[str, Any]]
+) -> int:
     """The schema aspects of ``urns`` into ``into`` (urn -> aspects), slimmed chunk by chunk;
     returns how many aspects were found."""
     shared: dict[tuple[str, str, str], Json] = {}

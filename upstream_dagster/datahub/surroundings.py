@@ -5,6 +5,7 @@ already wrote; none of them is scored."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from upstream_dagster.datahub.assemble import Raw, human_text
@@ -17,7 +18,7 @@ CONTAINER_ASPECTS = ["containerProperties", "ownership", "domains", "container"]
 CONTAINER_DEPTH = 3  # a table's schema, its database, the database's platform instance
 
 
-def _container_of(aspects: Json) -> str:
+def _container_of(aspects: Mapping[str, Json]) -> str:
     return str((aspects.get("container") or {}).get("container") or "")
 
 
@@ -58,9 +59,9 @@ def read_field_documentation(raw: Raw, graph: MetadataGraph) -> int:
     """The ``documentation`` aspect of every schema field the schema leaves undescribed (what
     DataHub's documentation propagation writes), in one batched read."""
     urns: dict[str, tuple[str, str]] = {}
-    for dataset, aspects in raw.aspects.items():
-        fields = (aspects.get("schemaMetadata") or {}).get("fields") or []
-        editable = (aspects.get("editableSchemaMetadata") or {}).get("editableSchemaFieldInfo")
+    for dataset, held in raw.aspects.items():
+        fields = (held.get("schemaMetadata") or {}).get("fields") or []
+        editable = (held.get("editableSchemaMetadata") or {}).get("editableSchemaFieldInfo")
         done = _documented(fields, editable or [])
         for f in fields:
             path = str(f["fieldPath"])
