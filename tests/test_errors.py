@@ -37,6 +37,12 @@ def test_missing_lite_file_says_to_run_make_demo(tmp_path: Path) -> None:
     assert done.returncode == 1
     assert "does not exist" in done.stderr and "make demo" in done.stderr
     assert "Traceback" not in done.stderr
+    # a command that scores through a Dagster run says the same, without the step's stack
+    planned = upstream("plan", env={"UPSTREAM_STATE_DIR": str(tmp_path)})
+    assert planned.returncode == 1
+    assert "does not exist" in planned.stderr and "make demo" in planned.stderr
+    assert "Stack Trace" not in planned.stderr and "STEP_FAILURE" not in planned.stderr
+    assert planned.stderr.count("does not exist") == 1, planned.stderr
 
 
 @pytest.mark.slow

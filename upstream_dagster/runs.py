@@ -153,7 +153,9 @@ def run_job(
     # A loud build failure the caller expects is reported by the caller, not as a traceback.
     level = "CRITICAL" if loud_build_ok else "WARNING"
     # ``progress`` passes each step's start to the command line's spinner (defs/progress.py).
-    loggers = {"console": {"config": {"log_level": level}}, "progress": {}}
+    # A failed step is told once, by the UpstreamError below, not also as Dagster's stack trace.
+    console = {"log_level": level, "failures": False}
+    loggers = {"console": {"config": console}, "progress": {}}
     config = {"loggers": loggers, **(run_config or {})}
     # dagster-dbt echoes every dbt log line to stdout; a command prints its own summary, and
     # the full log stays in the run's event log (the Dagster UI).

@@ -7,6 +7,7 @@ incidents), never from what a team declared. Time is read from the one clock, pa
 from __future__ import annotations
 
 import hashlib
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
@@ -230,5 +231,6 @@ def evaluate(asset: AssetFacts, tier: str, req: Requirements, now_ms: int) -> li
     results = []
     for name in req.active():
         status, reason, evidence = CHECKS[name](asset, req, now_ms)
-        results.append(CheckResult(asset.urn, tier, name, status, reason, evidence))
+        # most reasons repeat across assets ("owned by ...", "1 assertions ran ..."): one copy
+        results.append(CheckResult(asset.urn, tier, name, status, sys.intern(reason), evidence))
     return results

@@ -65,7 +65,38 @@ progress_logger = dg.LoggerDefinition(
 )
 
 
-LOGGERS = {"console": dg.colored_console_logger, "progress": progress_logger}
+class _NoFailures(logging.Filter):
+    """Drops what a run logs at ERROR (a step's failure with its stack trace, the steps it
+    skipped, the run's failure): the command that launched it says what failed and the fix
+    in one message; all of it stays in the run's event log (the UI)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.levelno < logging.ERROR
+
+
+@dg.logger(
+    {
+        "log_level": dg.Field(str, is_required=False, default_value="INFO"),
+        "name": dg.Field(str, is_required=False, default_value="dagster"),
+        "failures": dg.Field(
+            bool,
+            is_required=False,
+            default_value=True,
+            description="False: leave step and run failures to the command that launched the "
+            "run (the command line sets it); they stay in the event log either way.",
+        ),
+    },
+    description="Dagster's colored console logger; the command line leaves failures to itself.",
+)
+def console_logger(init_context: dg.InitLoggerContext) -> logging.Logger:
+    log = dg.colored_console_logger.logger_fn(init_context)
+    if not init_context.logger_config["failures"]:
+        for handler in log.handlers:
+            handler.addFilter(_NoFailures())
+    return log
+
+
+LOGGERS = {"console": console_logger, "progress": progress_logger}
 
 
 @contextmanager
