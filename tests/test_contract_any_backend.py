@@ -14,7 +14,7 @@ from collections.abc import Iterator
 import pytest
 
 from upstream_dagster.datahub import MetadataGraph, open_graph
-from upstream_dagster.datahub.model import SearchQuery
+from upstream_dagster.datahub.model import Json, SearchQuery
 from upstream_dagster.settings import Settings
 
 # Read before conftest's autouse fixture hides a developer's GMS from every other test.
@@ -55,13 +55,28 @@ def _datasets(graph: MetadataGraph, n: int = 250) -> list[str]:
     return urns[:n]
 
 
-def test_aspects_come_back_for_many_urns_in_batched_calls(graph: MetadataGraph) -> None:
+def test_aspects_come_back_for_many_urns_in_batched_calls(
+    graph: MetadataGraph, monkeypatch: pytest.MonkeyPatch
+) -> None:
     urns = _datasets(graph)
     before = graph.counter.calls
     found = graph.get_aspects(urns, ["schemaMetadata", "ownership"])
     assert graph.counter.calls - before <= math.ceil(len(urns) / 100)
     assert set(found) <= set(urns) and found
     assert all(set(a) <= {"schemaMetadata", "ownership"} for a in found.values())
+
+    # a shape is applied to each aspect as it is read (the read path slims schemas so):
+    # on the small path and on the scan above Lite's SCAN_ABOVE alike
+    def fields(aspect: str, value: Json) -> Json:
+        return {"n": len(value.get("fields") or ())} if aspect == "schemaMetadata" else value
+
+    monkeypatch.setattr("upstream_dagster.datahub.lite.SCAN_ABOVE", 10)
+    for asked in (urns[:5], urns):
+        whole = graph.get_aspects(asked, ["schemaMetadata", "ownership"])
+        shaped = graph.get_aspects(asked, ["schemaMetadata", "ownership"], shape=fields)
+        assert shaped == {
+            u: {n: fields(n, v) for n, v in a.items()} for u, a in whole.items()
+        } and any("schemaMetadata" in a for a in shaped.values())
 
 
 def test_lineage_edges_touch_the_urns_asked_about(graph: MetadataGraph) -> None:

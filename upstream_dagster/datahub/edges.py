@@ -7,6 +7,7 @@ carry their inputs and outputs. Both the simplified JSON that DataHub Lite store
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -36,11 +37,13 @@ def _upstream_lineage(urn: str, value: Json) -> Iterator[LineageEdge]:
     for up in value.get("upstreams") or []:
         dataset = str(up.get("dataset", ""))
         if dataset:
+            # interned: a million datasets' edges name each asset (and one of a few edge
+            # types) by the one string the asset search read, not by a copy per edge
             yield LineageEdge(
-                dataset,
-                urn,
+                sys.intern(dataset),
+                sys.intern(urn),
                 "upstreamLineage",
-                str(up.get("type", "TRANSFORMED")),
+                sys.intern(str(up.get("type", "TRANSFORMED"))),
                 tuple(columns.get(dataset, ())),
             )
 

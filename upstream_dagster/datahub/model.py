@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Generic, NamedTuple, TypeVar, overload
 
 Json = dict[str, Any]
+# What a read keeps of each aspect as it is decoded: (aspect name, value) -> the value kept
+Shape = Callable[[str, Json], Json]
 T = TypeVar("T")
 # A custom assertion upserted on a GMS keeps only type, entity, field and logic: Upstream's own
 # keys then travel on one line of the logic, after this prefix.

@@ -20,6 +20,7 @@ from upstream_dagster.datahub.model import (
     Lineage,
     Receipt,
     SearchQuery,
+    Shape,
     Transaction,
 )
 from upstream_dagster.datahub.timeline import ALL_CATEGORIES
@@ -46,8 +47,11 @@ class MetadataGraph(Protocol):
 
     # -- reads ---------------------------------------------------------------------------
     def get_aspects(
-        self, urns: Sequence[str], aspects: Sequence[str]
-    ) -> dict[str, dict[str, Json]]: ...
+        self, urns: Sequence[str], aspects: Sequence[str], shape: Shape | None = None
+    ) -> dict[str, dict[str, Json]]:
+        """Latest ``aspects`` of ``urns``; ``shape`` (when given) is applied to each aspect as
+        it is decoded, so a read of a million schemas never holds them all whole."""
+        ...
 
     def search(self, query: SearchQuery) -> list[str]: ...
 

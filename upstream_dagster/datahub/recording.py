@@ -33,6 +33,7 @@ from upstream_dagster.datahub.model import (
     LineageEdge,
     Receipt,
     SearchQuery,
+    Shape,
     Transaction,
 )
 from upstream_dagster.datahub.protocol import MetadataGraph
@@ -151,10 +152,16 @@ class _Reads:
         raise NotImplementedError
 
     def get_aspects(
-        self, urns: Sequence[str], aspects: Sequence[str]
+        self, urns: Sequence[str], aspects: Sequence[str], shape: Shape | None = None
     ) -> dict[str, dict[str, Json]]:
+        # recorded whole, as the server answered; shaped after, on replay and live alike
         args = {"urns": list(urns), "aspects": list(aspects)}
-        return self._read("get_aspects", args, lambda g: g.get_aspects(urns, aspects))  # type: ignore[no-any-return]
+        found: dict[str, dict[str, Json]] = self._read(
+            "get_aspects", args, lambda g: g.get_aspects(urns, aspects)
+        )
+        if shape is None:
+            return found
+        return {u: {n: shape(n, v) for n, v in a.items()} for u, a in found.items()}
 
     def search(self, query: SearchQuery) -> list[str]:
         args = {k: list(v) if isinstance(v, tuple) else v for k, v in vars(query).items()}

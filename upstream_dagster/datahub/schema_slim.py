@@ -4,7 +4,7 @@ A schemaMetadata aspect as DataHub stores it carries, per field, its type union,
 defaults, and per schema the platform DDL; the read path uses a field's path, native type,
 description, terms and tags (assemble.field_texts, LazyColumns, read_field_documentation).
 Parsed whole, a million datasets' schemas were most of the read path's memory (about 6 GB);
-this module reads them in chunks and keeps, per field, only those keys, sharing one dict
+this module slims each as it is decoded and keeps, per field, only those keys, sharing one dict
 between the many fields with the same path and type and nothing else. The dicts are read,
 never changed, downstream.
 """
@@ -18,9 +18,6 @@ from upstream_dagster.datahub.model import Json
 from upstream_dagster.datahub.protocol import MetadataGraph
 
 SCHEMA_ASPECTS = ["schemaMetadata", "editableSchemaMetadata"]
-# URNs per read: one statement below this many datasets, as before; above it, the parsed
-# schemas of one chunk at a time are alive before they are slimmed.
-CHUNK = 50_000
 FIELD_KEYS = ("fieldPath", "nativeDataType", "description", "glossaryTerms", "globalTags")
 
 
@@ -47,17 +44,14 @@ def slim_schema(schema: Json, shared: dict[tuple[str, str, str], Json]) -> Json:
 def read_schemas(
     graph: MetadataGraph, urns: list[str], into: Mapping[str, MutableMapping[str, Any]]
 ) -> int:
-    """The schema aspects of ``urns`` into ``into`` (urn -> aspects), slimmed chunk by chunk;
-    returns how many aspects were found."""
+    """The schema aspects of ``urns`` into ``into`` (urn -> aspects), each schema slimmed as it
+    is decoded (one read: DataHub Lite scans the schemas once); returns how many were found."""
     shared: dict[tuple[str, str, str], Json] = {}
-    found_n = 0
-    for start in range(0, len(urns), CHUNK):
-        found = graph.get_aspects(urns[start : start + CHUNK], SCHEMA_ASPECTS)
-        for urn, aspects in found.items():
-            schema = aspects.get("schemaMetadata")
-            if schema is not None:
-                aspects["schemaMetadata"] = slim_schema(schema, shared)
-            into[urn].update(aspects)
-            found_n += sum(1 for n in SCHEMA_ASPECTS if n in aspects)
-        del found
-    return found_n
+
+    def slim(aspect: str, value: Json) -> Json:
+        return slim_schema(value, shared) if aspect == "schemaMetadata" else value
+
+    found = graph.get_aspects(urns, SCHEMA_ASPECTS, shape=slim)
+    for urn, aspects in found.items():
+        into[urn].update(aspects)
+    return sum(len(aspects) for aspects in found.values())

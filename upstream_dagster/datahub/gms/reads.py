@@ -20,6 +20,7 @@ from upstream_dagster.datahub.model import (
     Lineage,
     LineageEdge,
     SearchQuery,
+    Shape,
     Transaction,
 )
 from upstream_dagster.datahub.timeline import ALL_CATEGORIES
@@ -46,7 +47,7 @@ NOT_AS_OF = (
 class GmsReads(GmsClient):
     # -- aspects --------------------------------------------------------------------------
     def get_aspects(
-        self, urns: Sequence[str], aspects: Sequence[str]
+        self, urns: Sequence[str], aspects: Sequence[str], shape: Shape | None = None
     ) -> dict[str, dict[str, Json]]:
         out: dict[str, dict[str, Json]] = {}
         by_type: dict[str, list[str]] = defaultdict(list)
@@ -68,7 +69,8 @@ class GmsReads(GmsClient):
                     for name in aspects:
                         if isinstance(found.get(name), dict):
                             value = found[name].get("value", found[name])
-                            out.setdefault(item["urn"], {})[name] = value
+                            kept = shape(name, value) if shape else value
+                            out.setdefault(item["urn"], {})[name] = kept
         return out
 
     def aspect_history(self, urn: str, aspect: str) -> History:
