@@ -58,3 +58,45 @@ def test_twins_are_one_asset_named_by_the_dbt_entity(read: tuple[MetadataContext
     assert raw.last_updated_source.startswith("dbt source freshness")
     assert raw.downstreams == (DBT.format("staging.stg_vendor_discounts"),)
     assert any(a.kind == "dbt Freshness" for a in raw.assertions)
+
+
+def test_field_documentation_is_read_in_batches_and_every_documented_field_found(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Tens of millions of undescribed fields at a million datasets are asked for in batches;
+    a field whose documentation aspect DataHub holds gets its text whichever batch it is in,
+    a field its schema already describes is never asked about."""
+    from upstream_dagster.datahub import surroundings
+    from upstream_dagster.datahub.assemble import Raw
+    from upstream_dagster.spec.urns import field_urn
+
+    monkeypatch.setattr(surroundings, "FIELD_BATCH", 3)
+    raw = Raw()
+    datasets = [f"urn:li:dataset:(urn:li:dataPlatform:duckdb,db.s.t{i},PROD)" for i in range(4)]
+    for d in datasets:
+        fields = [{"fieldPath": f"c{j}"} for j in range(4)] + [
+            {"fieldPath": "described", "description": "has its own text"}
+        ]
+        raw.aspects[d]["schemaMetadata"] = {"fields": fields}
+    held = {
+        field_urn(d, f"c{j}"): f"text {i}.{j}"
+        for i, d in enumerate(datasets)
+        for j in range(4)
+        if (i + j) % 3 == 0
+    }
+    asked: list[list[str]] = []
+
+    class Graph:
+        def get_aspects(self, urns: list[str], aspects: list[str]) -> dict[str, dict[str, dict]]:
+            asked.append(list(urns))
+            doc = lambda text: {"documentations": [{"documentation": text}]}  # noqa: E731
+            return {u: {"documentation": doc(held[u])} for u in urns if u in held}
+
+    found = surroundings.read_field_documentation(raw, Graph())  # type: ignore[arg-type]
+    assert found == len(held)
+    assert all(len(batch) <= 3 for batch in asked) and len(asked) == 6  # 16 fields, 3 a time
+    assert not any("described" in u for batch in asked for u in batch)
+    for i, d in enumerate(datasets):
+        for j in range(4):
+            text = raw.field_docs.get(d, {}).get(f"c{j}")
+            assert text == (f"text {i}.{j}" if (i + j) % 3 == 0 else None)

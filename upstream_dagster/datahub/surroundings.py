@@ -5,7 +5,8 @@ already wrote; none of them is scored."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from itertools import islice
 from typing import Any
 
 from upstream_dagster.datahub.assemble import Raw, human_text
@@ -15,6 +16,7 @@ from upstream_dagster.spec.urns import entity_type, field_urn
 
 JOB_ASPECTS = ["dataJobInfo", "ownership", "domains", "dataJobInputOutput"]
 CONTAINER_ASPECTS = ["containerProperties", "ownership", "domains", "container"]
+FIELD_BATCH = 50_000  # schema fields per documentation read
 CONTAINER_DEPTH = 3  # a table's schema, its database, the database's platform instance
 
 
@@ -55,10 +57,8 @@ def _documented(fields: list[Json], editable: list[Json]) -> set[str]:
     }
 
 
-def read_field_documentation(raw: Raw, graph: MetadataGraph) -> int:
-    """The ``documentation`` aspect of every schema field the schema leaves undescribed (what
-    DataHub's documentation propagation writes), in one batched read."""
-    urns: dict[str, tuple[str, str]] = {}
+def _undocumented(raw: Raw) -> Iterator[tuple[str, str, str]]:
+    """(schemaField URN, dataset, field path) of every field its schema leaves undescribed."""
     for dataset, held in raw.aspects.items():
         fields = (held.get("schemaMetadata") or {}).get("fields") or []
         editable = (held.get("editableSchemaMetadata") or {}).get("editableSchemaFieldInfo")
@@ -66,13 +66,20 @@ def read_field_documentation(raw: Raw, graph: MetadataGraph) -> int:
         for f in fields:
             path = str(f["fieldPath"])
             if path not in done:
-                urns[field_urn(dataset, path)] = (dataset, path)
-    if not urns:
-        return 0
-    found = graph.get_aspects(sorted(urns), ["documentation"])
-    for urn, aspects in found.items():
-        text = human_text(aspects.get("documentation"))
-        if text and urn in urns:
-            dataset, path = urns[urn]
-            raw.field_docs.setdefault(dataset, {})[path] = text
+                yield field_urn(dataset, path), dataset, path
+
+
+def read_field_documentation(raw: Raw, graph: MetadataGraph) -> int:
+    """The ``documentation`` aspect of every schema field the schema leaves undescribed (what
+    DataHub's documentation propagation writes), read ``FIELD_BATCH`` fields at a time: a
+    million datasets have tens of millions of fields, and their URNs all at once were the
+    read path's peak."""
+    pending = _undocumented(raw)
+    while batch := {u: (d, p) for u, d, p in islice(pending, FIELD_BATCH)}:
+        found = graph.get_aspects(sorted(batch), ["documentation"])
+        for urn, aspects in found.items():
+            text = human_text(aspects.get("documentation"))
+            if text and urn in batch:
+                dataset, path = batch[urn]
+                raw.field_docs.setdefault(dataset, {})[path] = text
     return sum(len(d) for d in raw.field_docs.values())
