@@ -167,7 +167,7 @@ bench-own: install
 		$(if $(FEEDS),--feeds "$(FEEDS)")
 
 ## Scoring benchmark on generated estates of 10,000, 100,000 and 1,000,000 datasets (time, peak
-## RSS and growth per 10x; generating the million takes about 25 minutes the first time, then it
+## RSS and growth per 10x; generating the million takes 15 to 25 minutes the first time, then it
 ## is cached under the state folder), then the investigation on a generated 10,000-model lineage
 ## with a fault injected deep upstream (DataHub reads per hop, total, time, cause found).
 bench-scale: install
