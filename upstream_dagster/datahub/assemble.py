@@ -86,12 +86,6 @@ class Raw:
     asked: set[str] = field(default_factory=set)  # URNs whose display name was read
 
 
-def _unpacked(aspects: Mapping[str, Json] | None) -> dict[str, Json]:
-    if isinstance(aspects, Packed):
-        return aspects.unpacked()
-    return dict(aspects or {})
-
-
 def referenced(aspects: Mapping[str, Json], key: str) -> list[str]:
     """The owners, domains, terms or tags an asset's aspects name, as URNs."""
     if key == "owners":
@@ -245,7 +239,7 @@ def assemble(
     uses = Counter(u for group in groups.values() for u in group)
     for primary, group in sorted(groups.items()):
         members = list(group)
-        read = {u: _unpacked(raw.aspects.get(u)) for u in members}
+        read = {u: raw.aspects[u].unpacked() if u in raw.aspects else {} for u in members}
         # a field's text on a twin documents the same field here (DataHub's sibling rule)
         twin_docs = {k: v for u in members[::-1] for k, v in field_texts(read[u]).items()}
         facts = [_facts_of(u, read[u], {**twin_docs, **raw.field_docs.get(u, {})}) for u in members]

@@ -12,7 +12,8 @@ from __future__ import annotations
 import logging
 import sqlite3
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -120,10 +121,16 @@ class LiteGraph:
     def _ensure_tables(self) -> None:
         self._lite()  # Lite creates its own tables and indexes
 
-    def _q(self, kind: str, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+    @contextmanager
+    def _cursor(self, kind: str, sql: str, params: Sequence[Any] = ()) -> Iterator[sqlite3.Cursor]:
+        """One counted statement, its rows read under the lock as the cursor yields them."""
         with self._lock:
             self.counter.add(kind)
-            return self._con.execute(sql, params).fetchall()
+            yield self._con.execute(sql, params)
+
+    def _q(self, kind: str, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        with self._cursor(kind, sql, params) as cursor:
+            return cursor.fetchall()
 
     def _lite(self) -> Any:
         """DataHub Lite's own handle, opened on first write."""
@@ -165,15 +172,14 @@ class LiteGraph:
         wanted = list(dict.fromkeys(urns))
         if len(wanted) > SCAN_ABOVE:
             keep = set(wanted)
-            with self._lock:
-                self.counter.add("aspects")
-                # Rows are decoded as the cursor yields them: fetching them all first held
-                # every aspect twice (text and parsed) at a million datasets.
-                cursor = self._con.execute(
-                    f"SELECT urn, aspect_name, metadata FROM {TABLE} WHERE aspect_name IN "
-                    f"({marks(aspects)}) AND version = 0",
-                    aspects,
-                )
+            # Rows are decoded as the cursor yields them: fetching them all first held every
+            # aspect twice (text and parsed) at a million datasets.
+            with self._cursor(
+                "aspects",
+                f"SELECT urn, aspect_name, metadata FROM {TABLE} WHERE aspect_name IN "
+                f"({marks(aspects)}) AND version = 0",
+                aspects,
+            ) as cursor:
                 for urn, aspect, metadata in cursor:
                     if urn in keep:
                         out.setdefault(urn, {})[aspect] = kept(aspect, metadata)
@@ -254,11 +260,9 @@ class LiteGraph:
                 "AND m.version = x.v"
             )
             params = [as_of_ms, *aspects]
-        with self._lock:
-            self.counter.add("lineage")
-            # Parsed as the cursor yields each row: fetching them all first held every lineage
-            # aspect's text at once (half a gigabyte at a million datasets).
-            cursor = self._con.execute(sql, params)
+        # Parsed as the cursor yields each row: fetching them all first held every lineage
+        # aspect's text at once (half a gigabyte at a million datasets).
+        with self._cursor("lineage", sql, params) as cursor:
             edges = edge_parse.edges_from_rows((u, a, orjson.loads(m)) for u, a, m in cursor)
         return Answer(tuple(edges))
 
