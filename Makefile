@@ -36,7 +36,12 @@ $(STAMP): requirements.lock pyproject.toml $(UV)
 lock: $(UV)
 	$(UV) pip compile pyproject.toml $(LOCK_ARGS) --quiet -o requirements.lock
 
+# The package's own bytecode, like uv's --compile-bytecode for every dependency: with
+# PYTHONDONTWRITEBYTECODE set (as on these machines) Python never caches it, and every command,
+# run worker and test process compiled Upstream's modules from source again. Only modules
+# changed since the last run are compiled.
 install: $(STAMP)
+	@$(BIN)/python -m compileall -q -j0 upstream_dagster > /dev/null
 
 ## Build the demo estate, ingest it into the embedded DataHub, print what DataHub holds and the dial.
 demo: install

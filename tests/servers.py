@@ -19,6 +19,10 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def _interruptible() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @contextmanager
 def serve(
     cmd: list[str], probe: str, log_path: Path, cwd: Path, timeout: float = 180
@@ -32,7 +36,12 @@ def serve(
         stdout=log,
         stderr=subprocess.STDOUT,
         start_new_session=True,
+        # A pytest-xdist worker (like any background job) ignores SIGINT, and its children
+        # inherit that; Dagster maps SIGTERM to the SIGINT handler, so `dagster dev` and its
+        # webserver then ignored the SIGTERM below and each stop waited for the SIGKILL.
+        preexec_fn=_interruptible,
     )
+    stopped = False
     try:
         deadline = time.monotonic() + timeout
         while True:
@@ -49,7 +58,11 @@ def serve(
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         try:
-            proc.wait(timeout=30)
+            proc.wait(timeout=60)  # what `dagster dev` gives its own webserver and daemon
+            stopped = True
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
         log.close()
+    # Reached only when the test itself passed: a server that ignores SIGTERM fails it.
+    assert stopped, f"{cmd[0]} did not stop within 60 s of SIGTERM: " + log_path.read_text()[-800:]

@@ -49,6 +49,31 @@ def test_workspace_loads_with_dbt_and_ingest_assets(shared_estate: Settings) -> 
     assert {j.name for j in defs.resolve_all_job_defs()} >= {"estate_build", "estate_refresh"}
 
 
+def test_a_dbt_command_costs_no_version_subprocess_and_no_adapter(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each build run asked `dbt --version` in a subprocess and opened a dbt adapter in the run
+    for every dbt command (about 3 s of CPU per build): the dbt beside this interpreter is the
+    installed dbt-core, and Upstream reads nothing the adapter serves."""
+    from importlib import metadata
+
+    import dagster_dbt.core.resource as dbt_resource
+
+    from upstream_dagster.defs.estate import DeployedDbt
+    from upstream_dagster.warehouse.dbt_project import dbt_executable
+
+    (tmp_path / "dbt_project.yml").write_text("name: p\nprofile: p\n")
+    asked: list[object] = []
+    monkeypatch.setattr(dbt_resource, "check_output", lambda *a, **k: asked.append(a) or b"")
+    dbt = DeployedDbt(project_dir=str(tmp_path), dbt_executable=dbt_executable())
+    assert str(dbt._cli_version) == metadata.version("dbt-core") and not asked
+    assert dbt._initialize_dbt_core_adapter(["build"]) is None
+    # another dbt executable (a dbt Fusion on PATH, say) is still asked its version
+    other = DeployedDbt(project_dir=str(tmp_path), dbt_executable=sys.executable)
+    monkeypatch.setattr(dbt_resource, "check_output", lambda *a, **k: b"dbt-fusion 2.0.1")
+    assert other._cli_version.major == 2
+
+
 @pytest.mark.slow
 def test_importing_and_using_datahub_never_writes_to_home(tmp_path: Path) -> None:
     home, state = tmp_path / "home", tmp_path / "state"

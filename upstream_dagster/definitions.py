@@ -75,16 +75,14 @@ def build(settings: settings_mod.Settings) -> dg.Definitions:
     """The whole code location: the estate (from the dbt project's manifest) and every area."""
     # Imported here, not at the top: dagster-dbt is heavy, and `core` must not pay for it (nor
     # for the reliability and remediation areas, which no job of `core` runs).
-    from dagster_dbt import DbtCliResource
-
     from upstream_dagster.defs import reliability, remediation
-    from upstream_dagster.defs.estate import estate_defs, loads_feeds
+    from upstream_dagster.defs.estate import DeployedDbt, estate_defs, loads_feeds
 
     project = DbtProject.of(settings)
     project.ensure_ready()
     # dagster-dbt runs dbt as a subprocess that inherits this environment, in the project.
     os.environ["UPSTREAM_WAREHOUSE"] = project.warehouse_path
-    dbt = DbtCliResource(
+    dbt = DeployedDbt(
         project_dir=str(project.project_dir),
         profiles_dir=str(project.project_dir),
         dbt_executable=dbt_executable(),
