@@ -44,6 +44,21 @@ from upstream_dagster.warehouse import built_state
 from upstream_dagster.warehouse import duckdb_warehouse as wh
 from upstream_dagster.warehouse.dbt_project import DbtProject, copy_artifacts
 
+# The jobs and names other areas launch or read live apart, so that importing them does not
+# import dagster-dbt (most of a command's start-up): see estate_jobs.
+__all__ = [
+    "BUILD",
+    "DeployedDbt",
+    "OUTCOME",
+    "PROFILES",
+    "RAW_FEEDS",
+    "REFRESH",
+    "estate_build_job",
+    "estate_defs",
+    "estate_refresh_job",
+    "loads_feeds",
+]
+
 
 class DeployedDbt(DbtCliResource):
     """dagster-dbt's dbt resource, less two costs each build paid for nothing Upstream reads:
@@ -61,21 +76,6 @@ class DeployedDbt(DbtCliResource):
 
     def _initialize_dbt_core_adapter(self, args: Sequence[str]) -> Any:
         return None
-
-
-# The jobs and names other areas launch or read live apart, so that importing them does not
-# import dagster-dbt (most of a command's start-up): see estate_jobs.
-__all__ = [
-    "BUILD",
-    "OUTCOME",
-    "PROFILES",
-    "RAW_FEEDS",
-    "REFRESH",
-    "estate_build_job",
-    "estate_defs",
-    "estate_refresh_job",
-    "loads_feeds",
-]
 
 
 class EstateTranslator(DagsterDbtTranslator):
