@@ -398,6 +398,7 @@ def test_a_view_is_never_drawn_as_a_skipped_model() -> None:
     assert skipped == {"mart.t"}
 
 
+@pytest.mark.slow  # builds that other estate with dbt: out of `make test-fast`
 def test_a_case_that_names_another_estate_runs_on_that_estates_clean_build(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
