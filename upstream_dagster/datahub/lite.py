@@ -93,9 +93,7 @@ class LiteGraph:
             self._con.create_function("upstream_name_match", 2, name_matches, deterministic=True)
             if create:
                 self._ensure_tables()
-            found = self._con.execute(
-                "SELECT count(*) FROM sqlite_master WHERE type='table' AND name=?", [TABLE]
-            ).fetchone()[0]
+            found = self._has_table(TABLE)
             if found:
                 self._con.execute(INDEX)
                 self._con.commit()
@@ -388,12 +386,8 @@ class LiteGraph:
                         f"DELETE FROM {EDGES} WHERE src_id = ? OR dst_id = ?", [urn, urn]
                     )
             self._con.commit()
-        return Receipt(
-            urn,
-            aspect,
-            deleted > 0,
-            "deleted" if deleted else "aspect was already absent",
-        )
+        said = "deleted" if deleted else "aspect was already absent"
+        return Receipt(urn, aspect, deleted > 0, said)
 
     def _has_table(self, name: str) -> bool:
         found = self._con.execute(
