@@ -21,6 +21,7 @@ import yaml
 
 from upstream_dagster.errors import BuildFailed
 from upstream_dagster.settings import Settings
+from upstream_dagster.warehouse import dbt_worker
 
 IGNORED = shutil.ignore_patterns("target", "logs", "dbt_packages", ".user.yml", "__pycache__")
 
@@ -166,6 +167,8 @@ class DbtProject:
             "--profiles-dir",
             str(self.project_dir),
         ]
+        if cmd[0] == str(Path(sys.executable).with_name("dbt")):  # dbt-core, installed here
+            return dbt_worker.run(cmd[1:], self.project_dir, self.env())
         return subprocess.run(
             cmd, cwd=self.project_dir, env=self.env(), capture_output=True, text=True, check=False
         )

@@ -1,0 +1,142 @@
+"""dbt commands run by one dbt process that stays up for the life of the process asking.
+
+A dbt CLI process spends about 1.6 s of CPU importing dbt before it reads the project; an
+investigation, a detection bench or a sandbox verification runs dbt several times in a row.
+The first command starts a worker (`python -m upstream_dagster.warehouse.dbt_worker`, the dbt
+installed beside this interpreter) that runs each command through dbt's programmatic entry
+point, `dbtRunner`, in the working directory and environment the command gives, with dbt's
+output written where the CLI's would go, and answers what the CLI would have: the exit code
+(0 success, 1 a node failed, 2 dbt could not run) and everything dbt printed. Commands are
+run one at a time. The worker exits when the process that started it closes its pipe (it
+exits, or is killed).
+
+Request and answer are one JSON line each, on a pipe of their own; dbt's stdout and stderr are
+the command's output file.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+from pathlib import Path
+from typing import IO, Any
+
+
+class _Worker:
+    def __init__(self) -> None:
+        read_answers, write_answers = os.pipe()
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", __name__, str(write_answers)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            pass_fds=(write_answers,),
+            text=True,
+        )
+        os.close(write_answers)
+        self.answers: IO[str] = os.fdopen(read_answers, "r")
+        self.owner = os.getpid()  # a forked child starts its own, never shares this one
+
+    def ask(self, args: list[str], cwd: Path, env: dict[str, str]) -> tuple[int, str]:
+        assert self.proc.stdin is not None
+        with tempfile.NamedTemporaryFile("r", prefix="upstream-dbt-", suffix=".log") as out:
+            request = {"args": args, "cwd": str(cwd), "env": env, "output": out.name}
+            self.proc.stdin.write(json.dumps(request) + "\n")
+            self.proc.stdin.flush()
+            line = self.answers.readline()
+            if not line:
+                raise BrokenPipeError("the dbt worker exited")
+            return int(json.loads(line)["code"]), out.read()
+
+    def close(self) -> None:
+        if self.proc.stdin is not None:
+            self.proc.stdin.close()
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+        self.answers.close()
+
+
+_lock = threading.Lock()
+_worker: _Worker | None = None
+
+
+def run(args: list[str], cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """``dbt ARGS`` in ``cwd`` with ``env``, as `subprocess.run` would report it (the output
+    in stdout). A worker that died is started again for the next command; a command it died
+    on is run by the CLI instead, so a crash costs time, never a result."""
+    global _worker
+    with _lock:
+        try:
+            if _worker is None or _worker.owner != os.getpid() or _worker.proc.poll() is not None:
+                _worker = _Worker()
+            code, output = _worker.ask(args, cwd, env)
+        except (BrokenPipeError, OSError, ValueError):
+            _worker = None
+            dbt = str(Path(sys.executable).with_name("dbt"))
+            return subprocess.run(
+                [dbt, *args], cwd=cwd, env=env, capture_output=True, text=True, check=False
+            )
+    return subprocess.CompletedProcess(["dbt", *args], code, output, "")
+
+
+@atexit.register
+def _stop() -> None:
+    if _worker is not None and _worker.owner == os.getpid():
+        _worker.close()
+
+
+def _release_warehouse() -> None:
+    """Close the DuckDB database dbt-duckdb keeps open for the process (its class-level
+    environment): a CLI process let it go by exiting, and until it is closed no other process
+    can open the warehouse file."""
+    from dbt.adapters.duckdb.connections import DuckDBConnectionManager as Manager
+
+    with Manager._LOCK:
+        if Manager._ENV is not None:
+            Manager._ENV.close()
+            Manager._ENV = None
+
+
+def _serve(answers: IO[str]) -> None:
+    from dbt.cli.main import dbtRunner
+
+    for line in sys.stdin:
+        request: dict[str, Any] = json.loads(line)
+        os.chdir(request["cwd"])
+        os.environ.clear()
+        os.environ.update(request["env"])
+        sys.stdout.flush()
+        sys.stderr.flush()
+        saved = os.dup(1), os.dup(2)
+        with open(request["output"], "w") as out:
+            os.dup2(out.fileno(), 1)
+            os.dup2(out.fileno(), 2)
+            try:
+                # dbt's own exit codes: 1 a node failed, 2 dbt could not run (it says why)
+                result = dbtRunner().invoke(request["args"])
+                code = 0 if result.success else (2 if result.exception is not None else 1)
+            except Exception as exc:  # noqa: BLE001 - answered as the CLI would; it stays up
+                code = 2
+                print(f"{type(exc).__name__}: {exc}")
+            finally:
+                _release_warehouse()
+                sys.stdout.flush()
+                sys.stderr.flush()
+                os.dup2(saved[0], 1)
+                os.dup2(saved[1], 2)
+                os.close(saved[0])
+                os.close(saved[1])
+        answers.write(json.dumps({"code": code}) + "\n")
+        answers.flush()
+
+
+if __name__ == "__main__":
+    with os.fdopen(int(sys.argv[1]), "w") as pipe:
+        _serve(pipe)
