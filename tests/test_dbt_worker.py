@@ -75,3 +75,32 @@ def test_a_worker_that_dies_is_replaced(project: DbtProject) -> None:
     again = project.run("build")
     assert again.returncode == 0, again.stdout
     assert dbt_worker._worker is not None and dbt_worker._worker.proc.pid != worker.proc.pid
+
+
+@pytest.mark.slow
+def test_a_model_that_prints_bytes_that_are_not_utf8_is_still_answered(
+    project: DbtProject,
+) -> None:
+    """Found by blind cases: a Python model printing invalid UTF-8 made the CLI's output
+    undecodable, and the dbt call raised instead of answering (the worker and the CLI both)."""
+    (project.project_dir / "models" / "b.py").write_text(
+        "import sys\n\n\ndef model(dbt, session):\n"
+        "    sys.stdout.buffer.write(b'\\xff\\xfe not utf-8\\n')\n"
+        "    sys.stdout.flush()\n"
+        "    return session.sql('select 2 as y')\n"
+    )
+    done = project.run("build")
+    assert done.returncode == 0 and "PASS=3" in done.stdout, done.stdout
+    assert "\ufffd" in done.stdout  # the bytes kept, replaced, not a crash
+    if dbt_worker._worker is not None:  # the CLI path next, as when no worker can start
+        dbt_worker._worker.close()
+        dbt_worker._worker = None
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(dbt_worker, "_Worker", _Refused)
+        cli = project.run("build")
+    assert cli.returncode == 0 and "\ufffd" in cli.stdout
+
+
+class _Refused:
+    def __init__(self) -> None:
+        raise OSError("no worker: the CLI answers")

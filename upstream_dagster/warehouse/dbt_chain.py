@@ -57,7 +57,13 @@ def run_chain(
     for command in commands:
         argv += [SEPARATOR, *command]
     done = subprocess.run(
-        argv, cwd=project_dir, env=run_env, capture_output=True, text=True, check=False
+        argv,
+        cwd=project_dir,
+        env=run_env,
+        capture_output=True,
+        text=True,
+        errors="replace",
+        check=False,
     )
     said = [line for line in done.stdout.splitlines() if line in ("ok", "failed")]
     return Chained(target, tuple(s == "ok" for s in said), (done.stdout + done.stderr).strip())

@@ -170,7 +170,13 @@ class DbtProject:
         if cmd[0] == str(Path(sys.executable).with_name("dbt")):  # dbt-core, installed here
             return dbt_worker.run(cmd[1:], self.project_dir, self.env())
         return subprocess.run(
-            cmd, cwd=self.project_dir, env=self.env(), capture_output=True, text=True, check=False
+            cmd,
+            cwd=self.project_dir,
+            env=self.env(),
+            capture_output=True,
+            text=True,
+            errors="replace",
+            check=False,
         )
 
     def parse(self) -> Path:

@@ -44,7 +44,9 @@ class _Worker:
 
     def ask(self, args: list[str], cwd: Path, env: dict[str, str]) -> tuple[int, str]:
         assert self.proc.stdin is not None
-        with tempfile.NamedTemporaryFile("r", prefix="upstream-dbt-", suffix=".log") as out:
+        with tempfile.NamedTemporaryFile(  # dbt prints what a model prints, valid UTF-8 or not
+            "r", prefix="upstream-dbt-", suffix=".log", errors="replace"
+        ) as out:
             request = {"args": args, "cwd": str(cwd), "env": env, "output": out.name}
             self.proc.stdin.write(json.dumps(request) + "\n")
             self.proc.stdin.flush()
@@ -81,7 +83,13 @@ def run(args: list[str], cwd: Path, env: dict[str, str]) -> subprocess.Completed
             _worker = None
             dbt = str(Path(sys.executable).with_name("dbt"))
             return subprocess.run(
-                [dbt, *args], cwd=cwd, env=env, capture_output=True, text=True, check=False
+                [dbt, *args],
+                cwd=cwd,
+                env=env,
+                capture_output=True,
+                text=True,
+                errors="replace",
+                check=False,
             )
     return subprocess.CompletedProcess(["dbt", *args], code, output, "")
 
