@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed-stamp
 # dbt and dagster must be found on PATH by the code location and the tests.
 export PATH := $(BIN):$(PATH)
 
-.PHONY: install lock system-deps demo detect bench-detection test test-fast lint eval eval-random eval-summary calibrate bench bench-diagnosis bench-gate bench-own bench-loop bench-scale ui showcase clean
+.PHONY: install lock system-deps demo detect bench-detection bench-dbt-parity test test-fast lint eval eval-random eval-summary calibrate bench bench-diagnosis bench-gate bench-own bench-loop bench-scale ui showcase clean
 
 # Installed from the lock, never resolved: requirements.lock pins every package the product,
 # the tests and a production deployment need, each with its hashes, so every machine installs
@@ -153,6 +153,11 @@ bench-detection: install
 ## demo): median seconds and the ratio, measured in one run.
 bench-cli: install
 	$(BIN)/python -m upstream_dagster.evaluation.bench.cli --rounds 3 score plan show queue
+
+## dbt commands through Upstream's dbt worker against the plain dbt CLI, on blind hostile
+## projects (evals/dbt-parity-2026-12-03): exit codes, closing lines, DuckDB files left free.
+bench-dbt-parity: install
+	$(BIN)/python -m upstream_dagster.evaluation.bench.dbt_parity
 
 ## The newcomer's loop, each step timed against `python -c "import dagster"`: demo, plan,
 ## approve, break (scenarios/loud_rename.yaml), investigate, approve the fix, resolved.

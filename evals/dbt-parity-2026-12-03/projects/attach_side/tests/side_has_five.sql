@@ -1,0 +1,1 @@
+select * from {{ ref('reads_side') }} where n <> 5 or total <> 100

@@ -1,0 +1,1 @@
+{% macro helper_factor() %}2{% endmacro %}

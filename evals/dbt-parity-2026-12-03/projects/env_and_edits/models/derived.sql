@@ -1,0 +1,1 @@
+select stamp, mult * {{ helper_factor() }} as total from {{ ref('stamp') }}

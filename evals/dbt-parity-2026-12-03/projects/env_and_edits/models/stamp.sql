@@ -1,0 +1,1 @@
+select '{{ env_var("BLIND_REQUIRED") }}' as stamp, {{ var("multiplier", 1) }} as mult

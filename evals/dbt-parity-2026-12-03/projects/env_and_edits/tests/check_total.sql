@@ -1,0 +1,1 @@
+select * from {{ ref('derived') }} where total <> {{ var('expected_total') }}

@@ -1,0 +1,1 @@
+select a + 1 as b from {{ ref('m1') }}

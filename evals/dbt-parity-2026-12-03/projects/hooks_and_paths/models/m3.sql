@@ -1,0 +1,1 @@
+select phase, count(*) as n from {{ target.schema }}.hook_log group by phase

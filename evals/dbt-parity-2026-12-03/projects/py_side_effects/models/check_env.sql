@@ -1,0 +1,1 @@
+select '{{ env_var("BLIND_LEAK", "clean") }}' as leak_state

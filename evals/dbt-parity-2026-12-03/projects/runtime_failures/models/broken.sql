@@ -1,0 +1,1 @@
+select cast('not a number' as integer) as n

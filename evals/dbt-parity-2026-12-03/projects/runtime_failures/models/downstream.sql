@@ -1,0 +1,1 @@
+select n + 1 as m from {{ ref('broken') }}

@@ -1,0 +1,1 @@
+select * from {{ ref('people_clean') }} where id = 3 and display_name <> '—'

@@ -1,0 +1,119 @@
+"""dbt commands through Upstream's dbt worker against the plain dbt CLI, on blind cases.
+
+``python -m upstream_dagster.evaluation.bench.dbt_parity [CASES_DIR] [PROJECT ...]`` runs each
+step of CASES_DIR/run_cases.json (default: the committed blind cases) on two fresh copies of
+its project, the CLI on one and the worker on the other, and prints per step whether the exit
+code and dbt's closing line agree and whether every DuckDB file is free afterwards.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from upstream_dagster.warehouse import dbt_worker
+
+CASES = Path(__file__).resolve().parents[3] / "evals" / "dbt-parity-2026-12-03"
+CLOSING = ("Done.", "Encountered an error", "Nothing to do", "Completed with")
+
+
+def closing_line(output: str) -> str:
+    """dbt's last summary or error line, without colours or the time stamp."""
+    lines = [re.sub(r"\x1b\[[0-9;]*m", "", _message(line)) for line in output.splitlines()]
+    lines = [re.sub(r"^\d\d:\d\d:\d\d\s+", "", line).strip() for line in lines]
+    kept = [line for line in lines if any(mark in line for mark in CLOSING)]
+    return kept[-1] if kept else ""
+
+
+def _message(line: str) -> str:
+    """A JSON log line's message (`--log-format json`: ids and times differ per run)."""
+    if not line.startswith("{"):
+        return line
+    try:
+        return str(json.loads(line)["info"]["msg"])
+    except (ValueError, KeyError, TypeError):
+        return line
+
+
+def locked(folder: Path) -> list[str]:
+    """The DuckDB files in ``folder`` another process cannot open."""
+    held = []
+    for db in folder.glob("*.duckdb"):
+        try:
+            duckdb.connect(str(db)).close()
+        except duckdb.Error:
+            held.append(db.name)
+    return held
+
+
+def run_case(src: Path, steps: list[dict[str, Any]], base: dict[str, str]) -> list[str]:
+    """One line per step: OK or BAD, with what differed."""
+    work = Path(tempfile.mkdtemp(prefix="upstream-parity-"))
+    cli_dir, worker_dir = work / "cli", work / "worker"
+    shutil.copytree(src, cli_dir)
+    shutil.copytree(src, worker_dir)
+    dbt = str(Path(sys.executable).with_name("dbt"))
+    said = []
+    try:
+        for i, step in enumerate(steps):
+            env = {**base, **(step.get("env") or {})}
+            edit = step.get("edit")
+            for folder in (cli_dir, worker_dir):
+                if edit:
+                    (folder / edit["path"]).parent.mkdir(parents=True, exist_ok=True)
+                    (folder / edit["path"]).write_text(edit["text"])
+            cli = subprocess.run(
+                [dbt, *step["args"]],
+                cwd=cli_dir,
+                env={"DBT_PROFILES_DIR": str(cli_dir), **env},
+                capture_output=True,
+                text=True,
+                errors="replace",
+                check=False,
+            )
+            worker = dbt_worker.run(
+                list(step["args"]), worker_dir, {"DBT_PROFILES_DIR": str(worker_dir), **env}
+            )
+            a, b = closing_line(cli.stdout + cli.stderr), closing_line(worker.stdout)
+            held = locked(worker_dir)
+            same = cli.returncode == worker.returncode and a == b and not held
+            line = f"{'OK ' if same else 'BAD'} {src.name}[{i}] dbt {' '.join(step['args'])[:50]}"
+            line += f": CLI {cli.returncode}, worker {worker.returncode}"
+            if held:
+                line += f"; still locked: {', '.join(held)}"
+            if a != b:
+                line += f"\n    CLI:    {a[:160]}\n    worker: {b[:160]}"
+            said.append(line)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return said
+
+
+def main(argv: list[str]) -> int:
+    cases = Path(argv[0]) if argv and Path(argv[0]).is_dir() else CASES
+    only = set(argv[1:] if argv and Path(argv[0]).is_dir() else argv)
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("DBT_", "BLIND_"))}
+    base["DBT_SEND_ANONYMOUS_USAGE_STATS"] = "false"
+    total = bad = 0
+    for case in json.loads((cases / "run_cases.json").read_text()):
+        if only and case["project"] not in only:
+            continue
+        for line in run_case(cases / "projects" / case["project"], case["steps"], base):
+            print(line, flush=True)
+            total += 1
+            bad += line.startswith("BAD")
+    print(f"{total - bad}/{total} steps answered as the dbt CLI answers, every DuckDB file free")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
