@@ -17,10 +17,11 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+
+from upstream_dagster.warehouse.dbt_worker import captured
 
 SEPARATOR = "--"
 PARTIAL_PARSE = "partial_parse.msgpack"
@@ -56,15 +57,7 @@ def run_chain(
     argv = [sys.executable, "-m", __name__, str(target)]
     for command in commands:
         argv += [SEPARATOR, *command]
-    done = subprocess.run(
-        argv,
-        cwd=project_dir,
-        env=run_env,
-        capture_output=True,
-        text=True,
-        errors="replace",
-        check=False,
-    )
+    done = captured(argv, project_dir, run_env)
     said = [line for line in done.stdout.splitlines() if line in ("ok", "failed")]
     return Chained(target, tuple(s == "ok" for s in said), (done.stdout + done.stderr).strip())
 

@@ -169,15 +169,7 @@ class DbtProject:
         ]
         if cmd[0] == str(Path(sys.executable).with_name("dbt")):  # dbt-core, installed here
             return dbt_worker.run(cmd[1:], self.project_dir, self.env())
-        return subprocess.run(
-            cmd,
-            cwd=self.project_dir,
-            env=self.env(),
-            capture_output=True,
-            text=True,
-            errors="replace",
-            check=False,
-        )
+        return dbt_worker.captured(cmd, self.project_dir, self.env())
 
     def parse(self) -> Path:
         """`dbt parse` the deployed copy so the code location can load its assets."""

@@ -65,6 +65,13 @@ class _Worker:
         self.answers.close()
 
 
+def captured(argv: list[str], cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """A command's output as text, whatever bytes it printed (a model may print anything)."""
+    return subprocess.run(
+        argv, cwd=cwd, env=env, capture_output=True, text=True, errors="replace", check=False
+    )
+
+
 _lock = threading.Lock()
 _worker: _Worker | None = None
 
@@ -81,16 +88,7 @@ def run(args: list[str], cwd: Path, env: dict[str, str]) -> subprocess.Completed
             code, output = _worker.ask(args, cwd, env)
         except (BrokenPipeError, OSError, ValueError):
             _worker = None
-            dbt = str(Path(sys.executable).with_name("dbt"))
-            return subprocess.run(
-                [dbt, *args],
-                cwd=cwd,
-                env=env,
-                capture_output=True,
-                text=True,
-                errors="replace",
-                check=False,
-            )
+            return captured([str(Path(sys.executable).with_name("dbt")), *args], cwd, env)
     return subprocess.CompletedProcess(["dbt", *args], code, output, "")
 
 
