@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 import uuid
 from collections.abc import Sequence
 from functools import cached_property
@@ -13,6 +12,7 @@ from typing import Any
 from dagster_dbt import DbtCliResource
 from packaging import version
 
+from upstream_dagster.warehouse import dbt_worker
 from upstream_dagster.warehouse.dbt_chain import Chained, run_chain
 
 
@@ -27,7 +27,7 @@ class DeployedDbt(DbtCliResource):
 
     @property
     def _beside(self) -> bool:
-        return Path(self.dbt_executable) == Path(sys.executable).with_name("dbt")
+        return dbt_worker.serves(self.dbt_executable)
 
     @cached_property
     def _cli_version(self) -> version.Version:

@@ -59,7 +59,7 @@ def _macro_paths(project: Path) -> list[str]:
 
 def dbt_executable() -> str:
     # The dbt next to this interpreter, so a venv works without being activated.
-    beside = Path(sys.executable).with_name("dbt")
+    beside = dbt_worker.INSTALLED
     return str(beside) if beside.exists() else (shutil.which("dbt") or "dbt")
 
 
@@ -167,7 +167,7 @@ class DbtProject:
             "--profiles-dir",
             str(self.project_dir),
         ]
-        if cmd[0] == str(Path(sys.executable).with_name("dbt")):  # dbt-core, installed here
+        if dbt_worker.serves(cmd[0]):
             return dbt_worker.run(cmd[1:], self.project_dir, self.env())
         return dbt_worker.captured(cmd, self.project_dir, self.env())
 

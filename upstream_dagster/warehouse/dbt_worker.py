@@ -26,6 +26,13 @@ import threading
 from pathlib import Path
 from typing import IO, Any
 
+INSTALLED = Path(sys.executable).with_name("dbt")  # the dbt-core installed beside Upstream
+
+
+def serves(executable: str | Path) -> bool:
+    """Whether ``executable`` is the dbt this worker runs (any other dbt is the CLI's to run)."""
+    return Path(executable) == INSTALLED
+
 
 class _Worker:
     def __init__(self) -> None:
@@ -88,7 +95,7 @@ def run(args: list[str], cwd: Path, env: dict[str, str]) -> subprocess.Completed
             code, output = _worker.ask(args, cwd, env)
         except (BrokenPipeError, OSError, ValueError):
             _worker = None
-            return captured([str(Path(sys.executable).with_name("dbt")), *args], cwd, env)
+            return captured([str(INSTALLED), *args], cwd, env)
     return subprocess.CompletedProcess(["dbt", *args], code, output, "")
 
 

@@ -12,7 +12,6 @@ import json
 import os
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -61,7 +60,7 @@ def run_case(src: Path, steps: list[dict[str, Any]], base: dict[str, str]) -> li
     cli_dir, worker_dir = work / "cli", work / "worker"
     shutil.copytree(src, cli_dir)
     shutil.copytree(src, worker_dir)
-    dbt = str(Path(sys.executable).with_name("dbt"))
+    dbt = str(dbt_worker.INSTALLED)
     said = []
     try:
         for i, step in enumerate(steps):
@@ -71,14 +70,8 @@ def run_case(src: Path, steps: list[dict[str, Any]], base: dict[str, str]) -> li
                 if edit:
                     (folder / edit["path"]).parent.mkdir(parents=True, exist_ok=True)
                     (folder / edit["path"]).write_text(edit["text"])
-            cli = subprocess.run(
-                [dbt, *step["args"]],
-                cwd=cli_dir,
-                env={"DBT_PROFILES_DIR": str(cli_dir), **env},
-                capture_output=True,
-                text=True,
-                errors="replace",
-                check=False,
+            cli = dbt_worker.captured(
+                [dbt, *step["args"]], cli_dir, {"DBT_PROFILES_DIR": str(cli_dir), **env}
             )
             worker = dbt_worker.run(
                 list(step["args"]), worker_dir, {"DBT_PROFILES_DIR": str(worker_dir), **env}
