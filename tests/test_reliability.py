@@ -28,6 +28,29 @@ def _aspect(graph: object, urn: str, aspect: str) -> dict | None:
     return graph.get_aspects([urn], [aspect]).get(urn, {}).get(aspect)  # type: ignore[attr-defined]
 
 
+def test_every_sensor_that_hands_a_run_on_looks_within_seconds() -> None:
+    """A reviewer who approved a fix in the UI sits through each hand-off (fix applied ->
+    rebuild -> incident resolved; a failed build -> its investigation): every sensor of the
+    code location that reacts to a run's outcome looks every HANDOFF_SECONDS, not at Dagster's
+    default of 30 s, and a new one added without it fails here."""
+    import importlib
+    import pkgutil
+
+    import upstream_dagster.defs as defs_pkg
+    from upstream_dagster.defs.launch import HANDOFF_SECONDS
+
+    found: dict[str, int | None] = {}
+    for module in pkgutil.iter_modules(defs_pkg.__path__):
+        area = importlib.import_module(f"upstream_dagster.defs.{module.name}")
+        defs = getattr(area, "defs", None)
+        for sensor in getattr(defs, "sensors", None) or ():
+            if isinstance(sensor, dg.RunStatusSensorDefinition):
+                found[sensor.name] = sensor.minimum_interval_seconds
+    assert {"failed_builds", "incident_fix_rebuilds", "incident_rebuilt_resolves"} <= set(found)
+    assert HANDOFF_SECONDS <= 10
+    assert found == dict.fromkeys(found, HANDOFF_SECONDS)
+
+
 def test_vendor_drift_from_sensor_to_resolved_incident(estate: settings_mod.Settings) -> None:
     from urllib.parse import quote
 

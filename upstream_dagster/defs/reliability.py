@@ -22,7 +22,7 @@ from upstream_dagster.datahub.model import AssertionRun
 from upstream_dagster.datahub.signals import is_build_check
 from upstream_dagster.defs.estate_jobs import estate_build_job, estate_refresh_job
 from upstream_dagster.defs.incident_view import approve_markdown, link_to_failing_check
-from upstream_dagster.defs.launch import by_sensor
+from upstream_dagster.defs.launch import HANDOFF_SECONDS, by_sensor
 from upstream_dagster.defs.presentation import verdict_metadata
 from upstream_dagster.defs.resources import (
     WAREHOUSE_POOL,
@@ -234,6 +234,7 @@ def failing_assertions(
 
 @dg.run_failure_sensor(
     monitored_jobs=[estate_build_job, estate_refresh_job],
+    minimum_interval_seconds=HANDOFF_SECONDS,
     request_job=reliability_job,
     default_status=dg.DefaultSensorStatus.RUNNING,
     description="When a build of the estate fails, opens one incident per model dbt could not "

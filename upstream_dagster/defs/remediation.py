@@ -25,7 +25,7 @@ from upstream_dagster.datahub.incident_keys import short_id
 from upstream_dagster.defs import journal
 from upstream_dagster.defs.estate_jobs import estate_refresh_job
 from upstream_dagster.defs.instance import WRITEBACK_POOL
-from upstream_dagster.defs.launch import GATE, REVIEWER, by_sensor, tag_run
+from upstream_dagster.defs.launch import GATE, HANDOFF_SECONDS, REVIEWER, by_sensor, tag_run
 from upstream_dagster.defs.reliability import incidents
 from upstream_dagster.defs.resources import (
     AUTOMATIC_TAG,
@@ -216,6 +216,7 @@ def _driven(run: dg.DagsterRun) -> bool:
 
 @dg.run_status_sensor(
     run_status=dg.DagsterRunStatus.SUCCESS,
+    minimum_interval_seconds=HANDOFF_SECONDS,
     monitored_jobs=[writeback_job],
     request_jobs=[estate_refresh_job, resolution_job],
     default_status=dg.DefaultSensorStatus.RUNNING,
@@ -250,6 +251,7 @@ def incident_fix_rebuilds(
 
 @dg.run_status_sensor(
     run_status=dg.DagsterRunStatus.SUCCESS,
+    minimum_interval_seconds=HANDOFF_SECONDS,
     monitored_jobs=[estate_refresh_job],
     request_job=resolution_job,
     default_status=dg.DefaultSensorStatus.RUNNING,
