@@ -20,9 +20,10 @@ from upstream_dagster.spec.models import Policies
 LAUNCHED_BY = "upstream/launched-by"  # launchpad, cli, or sensor:NAME: why the run exists
 APPROVING = "upstream/approving"  # what a launchpad link approves, as its link named it
 # How often the sensors that hand a run's outcome on to the next job look (a fix applied ->
-# its rebuild -> the incident resolved; a failed build -> its investigation). They read
-# Dagster's own run storage, so a short interval costs little, and each hand-off is a wait a
-# reviewer sits through after approving in the UI (Dagster's default is 30 s).
+# its rebuild -> the incident resolved; a failed build -> its investigation). A tick with no
+# new run outcome reads Dagster's run storage and nothing else, so a short interval costs
+# little, and each hand-off is a wait a reviewer sits through after approving in the UI
+# (Dagster's default is 30 s).
 HANDOFF_SECONDS = 10
 
 # A requirement's proposals, as a reviewer names the group
