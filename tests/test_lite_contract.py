@@ -239,3 +239,76 @@ def test_undoing_an_assertion_upstream_created_leaves_no_row_in_any_lite_table(
     g.delete_aspect(dataset, "globalTags")
     assert rows(dataset) > 0
     g.close()
+
+
+def test_closing_after_writes_to_known_entities_skips_lites_rebuild_and_its_tree_is_unchanged(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """DataHub Lite rebuilds its browse tree from every aspect in the store when a writer
+    closes (a second or more per close on the demo, and it grows with the estate). Upstream
+    closes without it when every write since opening went to an entity the store already held
+    and moved nothing in the tree; the tree is then exactly what Lite's own rebuild makes, and
+    a write that adds an entity or moves one still gets the rebuild."""
+    import sqlite3
+    from contextlib import closing
+
+    from datahub.lite.lite_util import get_datahub_lite
+    from datahub.lite.sql_backed_lite import SqlBackedLite
+
+    from upstream_dagster.datahub import Target
+
+    rebuilds: list[str] = []
+    real = SqlBackedLite.reindex
+
+    def counted(self: SqlBackedLite) -> None:
+        rebuilds.append(str(self.location()))
+        real(self)
+
+    monkeypatch.setattr(SqlBackedLite, "reindex", counted)
+    lite = tmp_path / "lite.sqlite"
+    orders, refunds = (
+        f"urn:li:dataset:(urn:li:dataPlatform:duckdb,w.marts.{n},PROD)"
+        for n in ("orders", "refunds")
+    )
+    owners = {"owners": [{"owner": "urn:li:corpuser:alice", "type": "DATAOWNER"}]}
+
+    def session(*writes: tuple[str, str, dict]) -> int:
+        """Rebuilds Lite ran while one graph wrote ``writes`` and closed."""
+        before = len(rebuilds)
+        g = open_graph(Target(lite, tmp_path / "sdk", None, None), create=True)
+        for urn, aspect, value in writes:
+            assert g.write_aspect(urn, aspect, value).written
+        g.close()
+        return len(rebuilds) - before
+
+    def tree(path: Path) -> list[tuple]:
+        with closing(sqlite3.connect(path)) as con:
+            return sorted(con.execute("SELECT * FROM metadata_edge_v2").fetchall())
+
+    def as_lite_rebuilds_it() -> list[tuple]:
+        """The tree Lite's own rebuild makes from the same store (on a copy of it)."""
+        copy = tmp_path / f"copy-{len(rebuilds)}.sqlite"
+        with closing(sqlite3.connect(lite)) as src, closing(sqlite3.connect(copy)) as dst:
+            src.backup(dst)
+        get_datahub_lite({"type": "sqlite", "config": {"file": str(copy)}}).close()
+        return tree(copy)
+
+    new = (orders, "datasetProperties", {"name": "orders"})
+    assert session(new, (orders, "subTypes", {"typeNames": ["Table"]})) == 1
+    assert any(orders == row[2] and row[1] == "child" for row in tree(lite))  # in the tree
+
+    assert (
+        session(
+            (orders, "ownership", owners),
+            (orders, "globalTags", {"tags": [{"tag": "urn:li:tag:pii"}]}),
+            (orders, "datasetProperties", {"name": "orders_v2"}),  # its name edge moves now
+        )
+        == 0
+    )
+    assert tree(lite) == as_lite_rebuilds_it()
+    assert (orders, "name", "orders_v2") in {row[:3] for row in tree(lite)}
+
+    assert session((refunds, "status", {"removed": False})) == 1  # a new entity
+    assert any(refunds == row[2] for row in tree(lite))
+    assert session((orders, "subTypes", {"typeNames": ["View"]})) == 1  # moves it in the tree
+    assert tree(lite) == as_lite_rebuilds_it()

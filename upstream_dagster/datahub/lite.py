@@ -23,7 +23,7 @@ from upstream_dagster.conformance.proposals import Change
 from upstream_dagster.datahub import _sdk, timeline
 from upstream_dagster.datahub import edges as edge_parse
 from upstream_dagster.datahub.changes import WRITERS, current
-from upstream_dagster.datahub.lite_sql import EDGES, TABLE, marks, search_sql
+from upstream_dagster.datahub.lite_sql import BROWSE_ASPECTS, EDGES, SEEN, TABLE, marks, search_sql
 from upstream_dagster.datahub.mcp import build_mcp
 from upstream_dagster.datahub.model import (
     LITE,
@@ -79,6 +79,7 @@ class LiteGraph:
         self.counter = CallCounter()
         self._lock = threading.RLock()
         self._writer: Any = None
+        self._rebuild = False  # a write since opening moved Lite's browse tree (lite_sql)
         if not create and not self.path.exists():
             raise DataHubUnavailable(
                 f"the DataHub Lite file {self.path} does not exist",
@@ -151,7 +152,7 @@ class LiteGraph:
     def close(self) -> None:
         with self._lock:
             if self._writer is not None:
-                self._writer.close()
+                _sdk.close_lite(self._writer, self._rebuild)
                 self._writer = None
             self._con.close()
 
@@ -358,6 +359,8 @@ class LiteGraph:
             return Receipt(urn, aspect, False, f"not a valid {aspect} aspect: {exc}")
         with self._lock:
             self.counter.add("write")
+            new = aspect in BROWSE_ASPECTS or not self._q("aspects", SEEN, [urn])
+            self._rebuild = self._rebuild or new
             self._lite().write(mcp)
         return Receipt(urn, aspect, True, "written to DataHub Lite")
 

@@ -10,6 +10,12 @@ from upstream_dagster.datahub.model import SearchQuery
 
 TABLE = "metadata_aspect_v2"
 EDGES = "metadata_edge_v2"  # Lite's browse tree: parent, relationship, child
+# Lite keeps the browse tree as each aspect is written, except the part it derives from a whole
+# entity (where it sits: these aspects; that it exists at all), which it rebuilds from every
+# aspect in the store when a writer closes. A write of another aspect of a known entity leaves
+# that part as it was, so closing after only such writes needs no rebuild.
+BROWSE_ASPECTS = frozenset({"container", "subTypes", "dataPlatformInstance"})
+SEEN = f"SELECT 1 FROM {TABLE} WHERE urn = ? LIMIT 1"  # is the entity in the store yet
 # The identifying key of each list item that search filters on.
 _KEYS = {"domains": "urn", "globalTags": "tag", "glossaryTerms": "urn", "ownership": "owner"}
 
