@@ -247,12 +247,8 @@ def test_closing_after_writes_to_known_entities_skips_lites_rebuild_and_its_tree
     """DataHub Lite rebuilds its browse tree from every aspect in the store when a writer
     closes (a second or more per close on the demo, and it grows with the estate). Upstream
     closes without it when every write since opening went to an entity the store already held
-    and moved nothing in the tree; the tree is then exactly what Lite's own rebuild makes, and
-    a write that adds an entity or moves one still gets the rebuild."""
-    import sqlite3
-    from contextlib import closing
-
-    from datahub.lite.lite_util import get_datahub_lite
+    and to no aspect the tree is made of; the tree is then exactly what Lite's own rebuild
+    makes, and a write that adds an entity, moves one or names one still gets the rebuild."""
     from datahub.lite.sql_backed_lite import SqlBackedLite
 
     from upstream_dagster.datahub import Target
@@ -281,34 +277,80 @@ def test_closing_after_writes_to_known_entities_skips_lites_rebuild_and_its_tree
         g.close()
         return len(rebuilds) - before
 
-    def tree(path: Path) -> list[tuple]:
-        with closing(sqlite3.connect(path)) as con:
-            return sorted(con.execute("SELECT * FROM metadata_edge_v2").fetchall())
-
     def as_lite_rebuilds_it() -> list[tuple]:
-        """The tree Lite's own rebuild makes from the same store (on a copy of it)."""
-        copy = tmp_path / f"copy-{len(rebuilds)}.sqlite"
-        with closing(sqlite3.connect(lite)) as src, closing(sqlite3.connect(copy)) as dst:
-            src.backup(dst)
-        get_datahub_lite({"type": "sqlite", "config": {"file": str(copy)}}).close()
-        return tree(copy)
+        return _rebuilt_tree(lite, tmp_path / f"copy-{len(rebuilds)}.sqlite")
 
     new = (orders, "datasetProperties", {"name": "orders"})
     assert session(new, (orders, "subTypes", {"typeNames": ["Table"]})) == 1
-    assert any(orders == row[2] and row[1] == "child" for row in tree(lite))  # in the tree
+    assert any(orders == row[2] and row[1] == "child" for row in _tree(lite))  # in the tree
 
+    before = _tree(lite)
     assert (
-        session(
+        session(  # what write-backs, profiles and monitors write to a known dataset
             (orders, "ownership", owners),
             (orders, "globalTags", {"tags": [{"tag": "urn:li:tag:pii"}]}),
-            (orders, "datasetProperties", {"name": "orders_v2"}),  # its name edge moves now
+            (orders, "editableDatasetProperties", {"description": "Orders, one row each"}),
         )
         == 0
     )
-    assert tree(lite) == as_lite_rebuilds_it()
-    assert (orders, "name", "orders_v2") in {row[:3] for row in tree(lite)}
+    assert _tree(lite) == before == as_lite_rebuilds_it()
+
+    # a name the tree shows: written empty, Lite's own per-write edit keeps the old name's
+    # edge, and only the rebuild drops it (found by the blind cases in evals/lite-tree-*)
+    assert session((orders, "datasetProperties", {"name": ""})) == 1
+    assert (orders, "name", "orders") not in {row[:3] for row in _tree(lite)}
 
     assert session((refunds, "status", {"removed": False})) == 1  # a new entity
-    assert any(refunds == row[2] for row in tree(lite))
+    assert any(refunds == row[2] for row in _tree(lite))
     assert session((orders, "subTypes", {"typeNames": ["View"]})) == 1  # moves it in the tree
-    assert tree(lite) == as_lite_rebuilds_it()
+    assert _tree(lite) == as_lite_rebuilds_it()
+
+
+def _tree(path: Path) -> list[tuple]:
+    """DataHub Lite's browse tree in ``path`` (what `datahub lite ls` lists)."""
+    import sqlite3
+    from contextlib import closing
+
+    with closing(sqlite3.connect(path)) as con:
+        return sorted(con.execute("SELECT * FROM metadata_edge_v2").fetchall())
+
+
+def _rebuilt_tree(lite: Path, copy: Path) -> list[tuple]:
+    """The tree Lite's own rebuild (`datahub lite reindex`) makes from ``lite``'s store, on a
+    copy of it."""
+    import sqlite3
+    from contextlib import closing
+
+    from datahub.lite.lite_util import get_datahub_lite
+
+    with closing(sqlite3.connect(lite)) as src, closing(sqlite3.connect(copy)) as dst:
+        src.backup(dst)
+    get_datahub_lite({"type": "sqlite", "config": {"file": str(copy)}}).close()
+    return _tree(copy)
+
+
+BLIND = Path(__file__).resolve().parent.parent / "evals" / "lite-tree-2026-12-03" / "cases.json"
+
+
+@pytest.mark.slow
+def test_blind_write_sequences_leave_lites_tree_as_its_own_rebuild_makes_it(
+    tmp_path: Path,
+) -> None:
+    """40 write sequences written by a session that never read this code, aimed at the tree
+    (re-parenting, subtypes emptied, names written empty, URN collisions with the tree's own
+    nodes, unicode, random stress): after each, the tree equals Lite's own rebuild."""
+    import json
+
+    from upstream_dagster.datahub import Target
+
+    differ = []
+    for i, case in enumerate(json.loads(BLIND.read_text())):
+        lite = tmp_path / f"{i}.sqlite"
+        for session in case["sessions"]:
+            g = open_graph(Target(lite, tmp_path / "sdk", None, None), create=True)
+            for w in session:
+                assert g.write_aspect(w["urn"], w["aspect"], w["value"]).written, case["name"]
+            g.close()
+        if _tree(lite) != _rebuilt_tree(lite, tmp_path / f"{i}-copy.sqlite"):
+            differ.append(case["name"])
+    assert not differ

@@ -10,11 +10,24 @@ from upstream_dagster.datahub.model import SearchQuery
 
 TABLE = "metadata_aspect_v2"
 EDGES = "metadata_edge_v2"  # Lite's browse tree: parent, relationship, child
-# Lite keeps the browse tree as each aspect is written, except the part it derives from a whole
-# entity (where it sits: these aspects; that it exists at all), which it rebuilds from every
-# aspect in the store when a writer closes. A write of another aspect of a known entity leaves
-# that part as it was, so closing after only such writes needs no rebuild.
-BROWSE_ASPECTS = frozenset({"container", "subTypes", "dataPlatformInstance"})
+# The aspects Lite's browse tree is made of: where an entity sits (container, subTypes,
+# dataPlatformInstance) and the names it shows (the rest). Lite rebuilds the tree from every
+# aspect in the store when a writer closes; its edits as each aspect is written are not always
+# the same (a name written empty keeps the old name's edge). A write of any other aspect to an
+# entity the store already holds leaves the tree as the rebuild would make it, so closing after
+# only such writes needs no rebuild (tests/test_lite_contract.py, evals/lite-tree-*/).
+BROWSE_ASPECTS = frozenset(
+    {
+        "container",
+        "subTypes",
+        "dataPlatformInstance",
+        "datasetProperties",
+        "containerProperties",
+        "chartInfo",
+        "dashboardInfo",
+        "tagProperties",
+    }
+)
 SEEN = f"SELECT 1 FROM {TABLE} WHERE urn = ? LIMIT 1"  # is the entity in the store yet
 # The identifying key of each list item that search filters on.
 _KEYS = {"domains": "urn", "globalTags": "tag", "glossaryTerms": "urn", "ownership": "owner"}
