@@ -7,7 +7,7 @@ DataHub's server source in test_gms_modelled.py, because no DataHub server can r
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import pytest
@@ -251,8 +251,6 @@ def test_closing_after_writes_to_known_entities_skips_lites_rebuild_and_its_tree
     makes, and a write that adds an entity, moves one or names one still gets the rebuild."""
     from datahub.lite.sql_backed_lite import SqlBackedLite
 
-    from upstream_dagster.datahub import Target
-
     rebuilds: list[str] = []
     real = SqlBackedLite.reindex
 
@@ -271,10 +269,7 @@ def test_closing_after_writes_to_known_entities_skips_lites_rebuild_and_its_tree
     def session(*writes: tuple[str, str, dict]) -> int:
         """Rebuilds Lite ran while one graph wrote ``writes`` and closed."""
         before = len(rebuilds)
-        g = open_graph(Target(lite, tmp_path / "sdk", None, None), create=True)
-        for urn, aspect, value in writes:
-            assert g.write_aspect(urn, aspect, value).written
-        g.close()
+        _write_session(lite, tmp_path / "sdk", writes)
         return len(rebuilds) - before
 
     def as_lite_rebuilds_it() -> list[tuple]:
@@ -304,6 +299,18 @@ def test_closing_after_writes_to_known_entities_skips_lites_rebuild_and_its_tree
     assert any(refunds == row[2] for row in _tree(lite))
     assert session((orders, "subTypes", {"typeNames": ["View"]})) == 1  # moves it in the tree
     assert _tree(lite) == as_lite_rebuilds_it()
+
+
+def _write_session(
+    lite: Path, sdk: Path, writes: Iterable[tuple[str, str, dict]], case: str = ""
+) -> None:
+    """One graph opens ``lite``, writes ``writes`` (each must land) and closes."""
+    from upstream_dagster.datahub import Target
+
+    g = open_graph(Target(lite, sdk, None, None), create=True)
+    for urn, aspect, value in writes:
+        assert g.write_aspect(urn, aspect, value).written, case
+    g.close()
 
 
 def _tree(path: Path) -> list[tuple]:
@@ -341,16 +348,12 @@ def test_blind_write_sequences_leave_lites_tree_as_its_own_rebuild_makes_it(
     nodes, unicode, random stress): after each, the tree equals Lite's own rebuild."""
     import json
 
-    from upstream_dagster.datahub import Target
-
     differ = []
     for i, case in enumerate(json.loads(BLIND.read_text())):
         lite = tmp_path / f"{i}.sqlite"
         for session in case["sessions"]:
-            g = open_graph(Target(lite, tmp_path / "sdk", None, None), create=True)
-            for w in session:
-                assert g.write_aspect(w["urn"], w["aspect"], w["value"]).written, case["name"]
-            g.close()
+            writes = [(w["urn"], w["aspect"], w["value"]) for w in session]
+            _write_session(lite, tmp_path / "sdk", writes, case["name"])
         if _tree(lite) != _rebuilt_tree(lite, tmp_path / f"{i}-copy.sqlite"):
             differ.append(case["name"])
     assert not differ

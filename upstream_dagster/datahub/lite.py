@@ -79,7 +79,7 @@ class LiteGraph:
         self.counter = CallCounter()
         self._lock = threading.RLock()
         self._writer: Any = None
-        self._rebuild = False  # a write since opening moved Lite's browse tree (lite_sql)
+        self._rebuild = False  # a write since opening may change Lite's browse tree (lite_sql)
         if not create and not self.path.exists():
             raise DataHubUnavailable(
                 f"the DataHub Lite file {self.path} does not exist",
@@ -359,8 +359,8 @@ class LiteGraph:
             return Receipt(urn, aspect, False, f"not a valid {aspect} aspect: {exc}")
         with self._lock:
             self.counter.add("write")
-            new = aspect in BROWSE_ASPECTS or not self._q("aspects", SEEN, [urn])
-            self._rebuild = self._rebuild or new
+            if not self._rebuild:  # once one write asks for the rebuild, no need to look again
+                self._rebuild = aspect in BROWSE_ASPECTS or not self._q("aspects", SEEN, [urn])
             self._lite().write(mcp)
         return Receipt(urn, aspect, True, "written to DataHub Lite")
 
