@@ -65,11 +65,12 @@ system-deps:
 ## file lock, and copied per worker (tests/conftest.py). TEST_WORKERS=0 runs serially.
 ## The lint runs beside the tests (a fresh clone's mypy is 45 s of one core, and the suite's
 ## workers leave some idle); its output is printed after them, and either failing fails.
+## The tests' temporary folders go to /dev/shm when it has room (.ci/pytest-tmpfs says why).
 TEST_WORKERS ?= 3
 LINT_LOG := $(VENV)/lint.log
 test: install system-deps
 	@$(MAKE) --no-print-directory lint > $(LINT_LOG) 2>&1 & lint=$$!; \
-	$(BIN)/python -m pytest -q $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist worksteal); \
+	.ci/pytest-tmpfs $(BIN)/python -q $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist worksteal); \
 	tests=$$?; wait $$lint; linted=$$?; cat $(LINT_LOG); \
 	if [ $$linted -ne 0 ]; then echo "make test: the lint failed (above)"; fi; \
 	[ $$tests -eq 0 ] && [ $$linted -eq 0 ]
