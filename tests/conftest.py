@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -155,16 +156,22 @@ def built_estate(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> Pa
     return state
 
 
-@pytest.fixture
-def estate(
-    built_estate: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> Iterator[settings_mod.Settings]:
-    """A private copy of the built estate; the test may change it freely."""
-    state = tmp_path / "state"
+@contextmanager
+def estate_copy(built_estate: Path, state: Path) -> Iterator[settings_mod.Settings]:
+    """A private copy of the built estate at ``state``, the environment pointed at it (and
+    restored after); the holder may change it freely."""
     shutil.copytree(built_estate, state, ignore=shutil.ignore_patterns("dagster_home"))
-    for key, value in _env(state).items():
-        monkeypatch.setenv(key, value)
-    yield settings_mod.load()
+    with pytest.MonkeyPatch.context() as env:
+        for key, value in _env(state).items():
+            env.setenv(key, value)
+        yield settings_mod.load()
+
+
+@pytest.fixture
+def estate(built_estate: Path, tmp_path: Path) -> Iterator[settings_mod.Settings]:
+    """A private copy of the built estate; the test may change it freely."""
+    with estate_copy(built_estate, tmp_path / "state") as settings:
+        yield settings
 
 
 @pytest.fixture

@@ -26,6 +26,7 @@ from typer.testing import CliRunner
 from upstream_dagster import settings as settings_mod
 from upstream_dagster.cli import app
 
+from .conftest import _env, estate_copy
 from .servers import free_port, serve
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -39,23 +40,41 @@ def _overall(text: str) -> str:
     return str(found[0])
 
 
-@pytest.fixture
-def ui(estate: settings_mod.Settings) -> Iterator[tuple[str, settings_mod.Settings]]:
-    """`dagster dev` on the code location, over a private copy of the built estate."""
+@pytest.fixture(scope="module")
+def dev(
+    built_estate: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[str, settings_mod.Settings]]:
+    """`dagster dev` on the code location, over a private copy of the built estate: one for
+    the module (its webserver, daemon and code servers are about 20 s of CPU to start)."""
     from upstream_dagster.runs import dagster_instance
 
     assert CHROMIUM.exists(), f"{CHROMIUM} is missing: `.ci/run` installs Debian's chromium"
-    dagster_instance(estate)  # writes dagster.yaml and points DAGSTER_HOME at the copy
-    port = free_port()
-    url = f"http://127.0.0.1:{port}"
-    with serve(
-        [str(Path(sys.executable).with_name("dagster")), "dev", "-w", "workspace.yaml"]
-        + ["-h", "127.0.0.1", "-p", str(port)],
-        f"{url}/server_info",
-        estate.state_dir / "dagster-dev.log",
-        ROOT,
-    ):
-        yield url, estate
+    with estate_copy(built_estate, tmp_path_factory.mktemp("ui") / "state") as estate:
+        dagster_instance(estate)  # writes dagster.yaml and points DAGSTER_HOME at the copy
+        port = free_port()
+        url = f"http://127.0.0.1:{port}"
+        with serve(
+            [str(Path(sys.executable).with_name("dagster")), "dev", "-w", "workspace.yaml"]
+            + ["-h", "127.0.0.1", "-p", str(port)],
+            f"{url}/server_info",
+            estate.state_dir / "dagster-dev.log",
+            ROOT,
+        ):
+            yield url, estate
+
+
+@pytest.fixture
+def ui(
+    dev: tuple[str, settings_mod.Settings], monkeypatch: pytest.MonkeyPatch
+) -> tuple[str, settings_mod.Settings]:
+    """The module's `dagster dev`, its estate as the build left it: whatever a test before
+    wrote to DataHub is undone first (the same batch is then planned again)."""
+    url, estate = dev
+    for key, value in _env(estate.state_dir).items():
+        monkeypatch.setenv(key, value)
+    undone = CliRunner().invoke(app, ["reset", "--yes"])
+    assert undone.exit_code == 0 and "restored" in undone.output, undone.output
+    return url, estate
 
 
 def _dismiss(page: object) -> None:
