@@ -26,7 +26,7 @@ from typer.testing import CliRunner
 from upstream_dagster import settings as settings_mod
 from upstream_dagster.cli import app
 
-from .conftest import _env, estate_copy
+from .conftest import estate_copy
 from .servers import free_port, serve
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -64,14 +64,10 @@ def dev(
 
 
 @pytest.fixture
-def ui(
-    dev: tuple[str, settings_mod.Settings], monkeypatch: pytest.MonkeyPatch
-) -> tuple[str, settings_mod.Settings]:
+def ui(dev: tuple[str, settings_mod.Settings]) -> tuple[str, settings_mod.Settings]:
     """The module's `dagster dev`, its estate as the build left it: whatever a test before
     wrote to DataHub is undone first (the same batch is then planned again)."""
-    url, estate = dev
-    for key, value in _env(estate.state_dir).items():
-        monkeypatch.setenv(key, value)
+    url, estate = dev  # the environment points at its estate for the whole module
     undone = CliRunner().invoke(app, ["reset", "--yes"])
     assert undone.exit_code == 0 and "restored" in undone.output, undone.output
     return url, estate

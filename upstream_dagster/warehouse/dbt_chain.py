@@ -5,9 +5,6 @@ After a build, the ingestion needs two more dbt commands (`source freshness` for
 dbt's start-up and the load of the project's parse (about 2-3 s of CPU per build run,
 measured); here one process parses once (partially, from the deployed project's own parse)
 and runs both through dbt's programmatic entry point, `dbtRunner`, with the parsed manifest.
-That process is the dbt worker this process already keeps (`dbt_worker`), so a process that
-ingests again and again (the evaluation, a test session, an investigation's sandbox) pays dbt's
-start-up once, not once per build; a worker that died hands the chain to a process of its own.
 
 ``python -m upstream_dagster.warehouse.dbt_chain TARGET -- CMD ... -- CMD ...`` runs each CMD in
 order into the target folder TARGET (every artifact of every command lands there, as dbt
@@ -24,7 +21,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from upstream_dagster.warehouse import dbt_worker
+from upstream_dagster.warehouse.dbt_worker import captured
 
 SEPARATOR = "--"
 PARTIAL_PARSE = "partial_parse.msgpack"
@@ -60,7 +57,7 @@ def run_chain(
     argv = [sys.executable, "-m", __name__, str(target)]
     for command in commands:
         argv += [SEPARATOR, *command]
-    done = dbt_worker.chain(commands, project_dir, run_env, alone=argv)
+    done = captured(argv, project_dir, run_env)
     said = [line for line in done.stdout.splitlines() if line in ("ok", "failed")]
     return Chained(target, tuple(s == "ok" for s in said), (done.stdout + done.stderr).strip())
 
@@ -75,12 +72,11 @@ def _commands(argv: list[str]) -> list[list[str]]:
     return [c for c in commands if c]
 
 
-def run_here(commands: list[list[str]]) -> int:
-    """Parse once, then run ``commands`` in this process, printing ``ok`` or ``failed`` for
-    each: 0 when every command succeeded, 1 when one failed, 2 when nothing could be parsed."""
+def main(argv: list[str]) -> int:
     from dbt.cli.main import dbtRunner
     from dbt.contracts.graph.manifest import Manifest
 
+    commands = _commands(argv[1:])
     parsed = dbtRunner().invoke(["parse", "--quiet"])
     if not parsed.success or not isinstance(parsed.result, Manifest):
         print(f"dbt could not parse the project: {parsed.exception or 'see dbt.log'}")
@@ -94,10 +90,6 @@ def run_here(commands: list[list[str]]) -> int:
             print(f"dbt {' '.join(command)}: {result.exception}")
         print("ok" if result.success else "failed", flush=True)
     return 1 if failed else 0
-
-
-def main(argv: list[str]) -> int:
-    return run_here(_commands(argv[1:]))
 
 
 if __name__ == "__main__":

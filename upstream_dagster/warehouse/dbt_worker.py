@@ -49,12 +49,12 @@ class _Worker:
         self.answers: IO[str] = os.fdopen(read_answers, "r")
         self.owner = os.getpid()  # a forked child starts its own, never shares this one
 
-    def ask(self, task: dict[str, Any], cwd: Path, env: dict[str, str]) -> tuple[int, str]:
+    def ask(self, args: list[str], cwd: Path, env: dict[str, str]) -> tuple[int, str]:
         assert self.proc.stdin is not None
         with tempfile.NamedTemporaryFile(  # dbt prints what a model prints, valid UTF-8 or not
             "r", prefix="upstream-dbt-", suffix=".log", errors="replace"
         ) as out:
-            request = {**task, "cwd": str(cwd), "env": env, "output": out.name}
+            request = {"args": args, "cwd": str(cwd), "env": env, "output": out.name}
             self.proc.stdin.write(json.dumps(request) + "\n")
             self.proc.stdin.flush()
             line = self.answers.readline()
@@ -87,30 +87,16 @@ def run(args: list[str], cwd: Path, env: dict[str, str]) -> subprocess.Completed
     """``dbt ARGS`` in ``cwd`` with ``env``, as `subprocess.run` would report it (the output
     in stdout). A worker that died is started again for the next command; a command it died
     on is run by the CLI instead, so a crash costs time, never a result."""
-    return _answered({"args": args}, cwd, env, [str(INSTALLED), *args])
-
-
-def chain(
-    commands: list[list[str]], cwd: Path, env: dict[str, str], alone: list[str]
-) -> subprocess.CompletedProcess[str]:
-    """`dbt_chain.run_here(commands)` in the worker (one parse, then each command), or the
-    process ``alone`` (`python -m upstream_dagster.warehouse.dbt_chain ...`) if it died."""
-    return _answered({"chain": commands}, cwd, env, alone)
-
-
-def _answered(
-    task: dict[str, Any], cwd: Path, env: dict[str, str], alone: list[str]
-) -> subprocess.CompletedProcess[str]:
     global _worker
     with _lock:
         try:
             if _worker is None or _worker.owner != os.getpid() or _worker.proc.poll() is not None:
                 _worker = _Worker()
-            code, output = _worker.ask(task, cwd, env)
+            code, output = _worker.ask(args, cwd, env)
         except (BrokenPipeError, OSError, ValueError):
             _worker = None
-            return captured(alone, cwd, env)
-    return subprocess.CompletedProcess(alone, code, output, "")
+            return captured([str(INSTALLED), *args], cwd, env)
+    return subprocess.CompletedProcess(["dbt", *args], code, output, "")
 
 
 @atexit.register
@@ -134,8 +120,6 @@ def _release_warehouse() -> None:
 def _serve(answers: IO[str]) -> None:
     from dbt.cli.main import dbtRunner
 
-    from upstream_dagster.warehouse.dbt_chain import run_here
-
     for line in sys.stdin:
         request: dict[str, Any] = json.loads(line)
         os.chdir(request["cwd"])
@@ -148,11 +132,9 @@ def _serve(answers: IO[str]) -> None:
             os.dup2(out.fileno(), 1)
             os.dup2(out.fileno(), 2)
             try:
-                if "chain" in request:
-                    code = run_here(request["chain"])
-                else:  # dbt's own exit codes: 1 a node failed, 2 dbt could not run (it says why)
-                    result = dbtRunner().invoke(request["args"])
-                    code = 0 if result.success else (2 if result.exception is not None else 1)
+                # dbt's own exit codes: 1 a node failed, 2 dbt could not run (it says why)
+                result = dbtRunner().invoke(request["args"])
+                code = 0 if result.success else (2 if result.exception is not None else 1)
             except Exception as exc:  # noqa: BLE001 - answered as the CLI would; it stays up
                 code = 2
                 print(f"{type(exc).__name__}: {exc}")
