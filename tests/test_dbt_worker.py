@@ -4,7 +4,9 @@ free for other processes after each command; a worker that dies is replaced."""
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import signal
 import subprocess
 from pathlib import Path
@@ -12,6 +14,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from upstream_dagster.settings import Settings
 from upstream_dagster.warehouse import dbt_worker
 from upstream_dagster.warehouse.dbt_project import DbtProject, dbt_executable
 
@@ -47,6 +50,8 @@ def _last(output: str) -> str:
 def test_the_worker_answers_as_the_cli_and_frees_the_warehouse(project: DbtProject) -> None:
     built = project.run("build")
     assert built.returncode == 0 and "PASS=2" in built.stdout, built.stdout
+    assert dbt_worker._worker is not None
+    serving = dbt_worker._worker.proc.pid
     with duckdb.connect(str(project.warehouse)) as con:  # no lock left behind
         assert con.execute("select x from a").fetchone() == (1,)
     cli = _cli(project, "build")
@@ -56,6 +61,7 @@ def test_the_worker_answers_as_the_cli_and_frees_the_warehouse(project: DbtProje
     failed = project.run("build")
     cli = _cli(project, "build")
     assert failed.returncode == cli.returncode == 1
+    assert dbt_worker._worker.proc.pid == serving  # a model that failed: the worker stays
     assert "no_such_table" in failed.stdout and _last(cli.stdout) == _last(failed.stdout)
 
     (project.project_dir / "dbt_project.yml").write_text("name: [unclosed\n")
@@ -104,3 +110,83 @@ def test_a_model_that_prints_bytes_that_are_not_utf8_is_still_answered(
 class _Refused:
     def __init__(self) -> None:
         raise OSError("no worker: the CLI answers")
+
+
+MODELS = 12
+SLOW = (  # a while compiling (the sandbox's longest range is 100,000), then a query
+    "{% if execute %}{% for _ in range(1000) %}{% for _ in range(1000) %}{% endfor %}"
+    "{% endfor %}{% do run_query('select 1') %}{% endif %}"
+)
+
+
+def _projects(tmp_path: Path) -> tuple[DbtProject, DbtProject]:
+    """Two projects whose profiles name their warehouse by the same relative path (as every
+    deployed copy and sandbox does): only the working directory tells them apart."""
+    made = []
+    for name in ("first", "second"):
+        models = tmp_path / name / "models"
+        models.mkdir(parents=True)
+        (models.parent / "dbt_project.yml").write_text(
+            f"name: {name}\nprofile: p\nversion: '1.0'\n"
+        )
+        (models.parent / "profiles.yml").write_text(PROFILE + "      threads: 4\n")
+        # dbt starts the models ready by name: "a_" first, the slow ones while it fails
+        (models / f"a_{name}_early.sql").write_text("select 1 as x")
+        (models / f"{name}_later.sql").write_text(f"select * from {{{{ ref('a_{name}_early') }}}}")
+        for i in range(MODELS):
+            (models / f"{name}_{i:02}.sql").write_text(f"{SLOW}select 1 as x")
+        made.append(DbtProject(models.parent, models.parent, models.parent / "w.duckdb"))
+    return made[0], made[1]
+
+
+def _tables(warehouse: Path) -> set[str]:
+    with duckdb.connect(str(warehouse)) as con:
+        return {
+            row[0]
+            for row in con.execute("select table_name from information_schema.tables").fetchall()
+        }
+
+
+@pytest.mark.slow
+def test_a_command_dbt_could_not_finish_is_the_last_its_worker_runs(tmp_path: Path) -> None:
+    """dbt stops a command on a compile error while its threads still compile other models;
+    they open the warehouse again after the worker released it. The worker that ran it exits
+    before it answers (the warehouse is free), the next command gets a new one and writes its
+    own project's warehouse."""
+    first, second = _projects(tmp_path)
+    (first.project_dir / "models" / "a_first_early.sql").write_text("select {{ no_such_macro() }}")
+    stopped = first.run("docs", "generate")
+    assert stopped.returncode == 2 and "no_such_macro" in stopped.stdout, stopped.stdout
+    worker = dbt_worker._worker
+    assert worker is None or worker.proc.poll() is not None  # gone, nothing of it left
+    assert _tables(first.warehouse) == set()  # free: nothing holds it
+    built = second.run("build")
+    assert built.returncode == 0, built.stdout
+    assert {f"second_{i:02}" for i in range(MODELS)} <= _tables(second.warehouse)
+    assert _tables(first.warehouse) == set()
+
+
+def test_after_a_copy_dbt_could_not_compile_the_next_copy_catalogs_its_own_warehouse(
+    estate: Settings, tmp_path: Path
+) -> None:
+    """Seen in a test run: after a sandbox copy's `docs generate` stopped on a compile error,
+    the next copy's catalog (what the ingestion gives DataHub) described the first copy's
+    warehouse: a column renamed in the second was still listed by its old name."""
+    first = DbtProject.of(estate)
+    copy = tmp_path / "copy"
+    shutil.copytree(first.project_dir, copy / "dbt_project")
+    shutil.copy(first.warehouse, copy / "warehouse.duckdb")
+    second = DbtProject(copy / "dbt_project", copy / "dbt_project", copy / "warehouse.duckdb")
+    assert first.warehouse_path == second.warehouse_path  # the same relative path
+    source = next(s for s in first.manifest()["sources"].values() if s["resource_type"] == "source")
+    model = sorted(first.project_dir.glob("models/**/*.sql"))[0]
+    model.write_text("select {{ no_such_macro() }}\n")
+    assert first.run("docs", "generate").returncode == 2
+    table = f'"{source["schema"]}"."{source["identifier"]}"'
+    with duckdb.connect(str(second.warehouse)) as con:  # then a column renamed in the second
+        column = con.execute(f"select * from {table} limit 0").description[-1][0]
+        con.execute(f'alter table {table} rename column "{column}" to "{column}_renamed"')
+    assert second.run("docs", "generate").returncode == 0
+    catalog = json.loads((second.project_dir / "target" / "catalog.json").read_text())
+    columns = catalog["sources"][source["unique_id"]]["columns"]
+    assert f"{column}_renamed" in columns and column not in columns

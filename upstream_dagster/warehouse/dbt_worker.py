@@ -12,6 +12,13 @@ exits, or is killed).
 
 Request and answer are one JSON line each, on a pipe of their own; dbt's stdout and stderr are
 the command's output file.
+
+A command dbt could not finish can leave dbt's threads running after it returns; they open the
+warehouse again after it was released, and dbt-duckdb reuses an open warehouse for the next
+command whose profile names the same path, which every deployed copy and sandbox does
+(relatively). So the worker answers and exits after such a command, and refuses a command
+while anything is left over: the next command starts a new worker, and it never reads or
+writes another project's warehouse.
 """
 
 from __future__ import annotations
@@ -49,7 +56,10 @@ class _Worker:
         self.answers: IO[str] = os.fdopen(read_answers, "r")
         self.owner = os.getpid()  # a forked child starts its own, never shares this one
 
-    def ask(self, args: list[str], cwd: Path, env: dict[str, str]) -> tuple[int, str]:
+    def ask(self, args: list[str], cwd: Path, env: dict[str, str]) -> tuple[int | None, str]:
+        """dbt's exit code and output; no code when the worker refused the command (something
+        of an earlier command was left over). A worker that will not take another command has
+        exited when this returns."""
         assert self.proc.stdin is not None
         with tempfile.NamedTemporaryFile(  # dbt prints what a model prints, valid UTF-8 or not
             "r", prefix="upstream-dbt-", suffix=".log", errors="replace"
@@ -60,7 +70,11 @@ class _Worker:
             line = self.answers.readline()
             if not line:
                 raise BrokenPipeError("the dbt worker exited")
-            return int(json.loads(line)["code"]), out.read()
+            answer = json.loads(line)
+            if answer.get("exiting"):
+                self.close()
+            code = answer.get("code")
+            return (None if code is None else int(code)), out.read()
 
     def close(self) -> None:
         if self.proc.stdin is not None:
@@ -90,9 +104,19 @@ def run(args: list[str], cwd: Path, env: dict[str, str]) -> subprocess.Completed
     global _worker
     with _lock:
         try:
-            if _worker is None or _worker.owner != os.getpid() or _worker.proc.poll() is not None:
-                _worker = _Worker()
-            code, output = _worker.ask(args, cwd, env)
+            code: int | None = None
+            for _ in range(2):  # a worker that refuses (left dirty) is replaced once
+                if (
+                    _worker is None
+                    or _worker.owner != os.getpid()
+                    or _worker.proc.poll() is not None
+                ):
+                    _worker = _Worker()
+                code, output = _worker.ask(args, cwd, env)
+                if code is not None:
+                    break
+            if code is None:
+                raise BrokenPipeError("two dbt workers refused the command")
         except (BrokenPipeError, OSError, ValueError):
             _worker = None
             return captured([str(INSTALLED), *args], cwd, env)
@@ -117,11 +141,30 @@ def _release_warehouse() -> None:
             Manager._ENV = None
 
 
+def _left_over() -> bool:
+    """Whether a command left anything behind: a thread of dbt's still running, or a
+    warehouse open after it was released (such a thread opened it again)."""
+    from dbt.adapters.duckdb.connections import DuckDBConnectionManager as Manager
+
+    return threading.active_count() > 1 or Manager._ENV is not None
+
+
+def _answer(answers: IO[str], code: int | None, exiting: bool) -> None:
+    answers.write(json.dumps({"code": code, "exiting": exiting}) + "\n")
+    answers.flush()
+    if exiting:  # dbt's threads are not waited for: they hold nothing the next worker needs
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
+
+
 def _serve(answers: IO[str]) -> None:
     from dbt.cli.main import dbtRunner
 
     for line in sys.stdin:
         request: dict[str, Any] = json.loads(line)
+        if _left_over():
+            _answer(answers, None, exiting=True)
         os.chdir(request["cwd"])
         os.environ.clear()
         os.environ.update(request["env"])
@@ -146,8 +189,8 @@ def _serve(answers: IO[str]) -> None:
                 os.dup2(saved[1], 2)
                 os.close(saved[0])
                 os.close(saved[1])
-        answers.write(json.dumps({"code": code}) + "\n")
-        answers.flush()
+        # dbt raised (code 2): its threads may still run; anything left over: start afresh
+        _answer(answers, code, exiting=code == 2 or _left_over())
 
 
 if __name__ == "__main__":
