@@ -96,6 +96,11 @@ def test_the_ingestions_dbt_commands_share_one_process_and_a_broken_project_says
         )
         done = dbt.chain(["source", "freshness"], ["docs", "generate"], manifest=manifest)
         assert done.succeeded == (True, True), done.output
+        # run by the dbt worker this process keeps: the next chain pays no dbt start-up
+        from upstream_dagster.warehouse import dbt_worker
+
+        worker = dbt_worker._worker
+        assert worker is not None and worker.owner == os.getpid() and worker.proc.poll() is None
         written = {p.name for p in done.target.iterdir()}
         assert {"sources.json", "catalog.json", "manifest.json"} <= written
         compiled = json.loads((done.target / "manifest.json").read_text())["nodes"]
@@ -114,6 +119,8 @@ def test_the_ingestions_dbt_commands_share_one_process_and_a_broken_project_says
             or "no_such_macro" in (broken.target / "dbt.log").read_text()
         ), broken.output
         assert not (broken.target / "catalog.json").exists()
+        # a chain that failed ends its worker: dbt may leave threads that reopen the warehouse
+        assert worker.proc.poll() is not None
 
 
 @pytest.mark.slow

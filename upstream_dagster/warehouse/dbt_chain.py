@@ -5,6 +5,9 @@ After a build, the ingestion needs two more dbt commands (`source freshness` for
 dbt's start-up and the load of the project's parse (about 2-3 s of CPU per build run,
 measured); here one process parses once (partially, from the deployed project's own parse)
 and runs both through dbt's programmatic entry point, `dbtRunner`, with the parsed manifest.
+That process is the dbt worker this process already keeps (`dbt_worker`), so a process that
+ingests again and again (the evaluation, a test session, an investigation's sandbox) pays dbt's
+start-up once, not once per build; a worker that died hands the chain to a process of its own.
 
 ``python -m upstream_dagster.warehouse.dbt_chain TARGET -- CMD ... -- CMD ...`` runs each CMD in
 order into the target folder TARGET (every artifact of every command lands there, as dbt
@@ -21,7 +24,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from upstream_dagster.warehouse.dbt_worker import captured
+from upstream_dagster.warehouse import dbt_worker
 
 SEPARATOR = "--"
 PARTIAL_PARSE = "partial_parse.msgpack"
@@ -57,7 +60,7 @@ def run_chain(
     argv = [sys.executable, "-m", __name__, str(target)]
     for command in commands:
         argv += [SEPARATOR, *command]
-    done = captured(argv, project_dir, run_env)
+    done = dbt_worker.chain(commands, project_dir, run_env, alone=argv)
     said = [line for line in done.stdout.splitlines() if line in ("ok", "failed")]
     return Chained(target, tuple(s == "ok" for s in said), (done.stdout + done.stderr).strip())
 
@@ -73,23 +76,7 @@ def _commands(argv: list[str]) -> list[list[str]]:
 
 
 def main(argv: list[str]) -> int:
-    from dbt.cli.main import dbtRunner
-    from dbt.contracts.graph.manifest import Manifest
-
-    commands = _commands(argv[1:])
-    parsed = dbtRunner().invoke(["parse", "--quiet"])
-    if not parsed.success or not isinstance(parsed.result, Manifest):
-        print(f"dbt could not parse the project: {parsed.exception or 'see dbt.log'}")
-        return 2
-    runner = dbtRunner(manifest=parsed.result)
-    failed = False
-    for command in commands:
-        result = runner.invoke([*command, "--quiet"])
-        failed |= not result.success
-        if result.exception is not None:
-            print(f"dbt {' '.join(command)}: {result.exception}")
-        print("ok" if result.success else "failed", flush=True)
-    return 1 if failed else 0
+    return dbt_worker.run_here(_commands(argv[1:]))
 
 
 if __name__ == "__main__":

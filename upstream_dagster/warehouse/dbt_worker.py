@@ -56,7 +56,7 @@ class _Worker:
         self.answers: IO[str] = os.fdopen(read_answers, "r")
         self.owner = os.getpid()  # a forked child starts its own, never shares this one
 
-    def ask(self, args: list[str], cwd: Path, env: dict[str, str]) -> tuple[int | None, str]:
+    def ask(self, task: dict[str, Any], cwd: Path, env: dict[str, str]) -> tuple[int | None, str]:
         """dbt's exit code and output; no code when the worker refused the command (something
         of an earlier command was left over). A worker that will not take another command has
         exited when this returns."""
@@ -64,7 +64,7 @@ class _Worker:
         with tempfile.NamedTemporaryFile(  # dbt prints what a model prints, valid UTF-8 or not
             "r", prefix="upstream-dbt-", suffix=".log", errors="replace"
         ) as out:
-            request = {"args": args, "cwd": str(cwd), "env": env, "output": out.name}
+            request = {**task, "cwd": str(cwd), "env": env, "output": out.name}
             self.proc.stdin.write(json.dumps(request) + "\n")
             self.proc.stdin.flush()
             line = self.answers.readline()
@@ -101,6 +101,20 @@ def run(args: list[str], cwd: Path, env: dict[str, str]) -> subprocess.Completed
     """``dbt ARGS`` in ``cwd`` with ``env``, as `subprocess.run` would report it (the output
     in stdout). A worker that died is started again for the next command; a command it died
     on is run by the CLI instead, so a crash costs time, never a result."""
+    return _answered({"args": args}, cwd, env, [str(INSTALLED), *args])
+
+
+def chain(
+    commands: list[list[str]], cwd: Path, env: dict[str, str], alone: list[str]
+) -> subprocess.CompletedProcess[str]:
+    """`run_here(commands)` in the worker (one parse, then each command), or the process
+    ``alone`` (`python -m upstream_dagster.warehouse.dbt_chain ...`) if the worker died."""
+    return _answered({"chain": commands}, cwd, env, alone)
+
+
+def _answered(
+    task: dict[str, Any], cwd: Path, env: dict[str, str], alone: list[str]
+) -> subprocess.CompletedProcess[str]:
     global _worker
     with _lock:
         try:
@@ -112,15 +126,15 @@ def run(args: list[str], cwd: Path, env: dict[str, str]) -> subprocess.Completed
                     or _worker.proc.poll() is not None
                 ):
                     _worker = _Worker()
-                code, output = _worker.ask(args, cwd, env)
+                code, output = _worker.ask(task, cwd, env)
                 if code is not None:
                     break
             if code is None:
                 raise BrokenPipeError("two dbt workers refused the command")
         except (BrokenPipeError, OSError, ValueError):
             _worker = None
-            return captured([str(INSTALLED), *args], cwd, env)
-    return subprocess.CompletedProcess(["dbt", *args], code, output, "")
+            return captured(alone, cwd, env)
+    return subprocess.CompletedProcess(alone, code, output, "")
 
 
 @atexit.register
@@ -158,6 +172,27 @@ def _answer(answers: IO[str], code: int | None, exiting: bool) -> None:
         os._exit(0)
 
 
+def run_here(commands: list[list[str]]) -> int:
+    """Parse once, then run ``commands`` in this process, printing ``ok`` or ``failed`` for
+    each: 0 when every command succeeded, 1 when one failed, 2 when nothing could be parsed."""
+    from dbt.cli.main import dbtRunner
+    from dbt.contracts.graph.manifest import Manifest
+
+    parsed = dbtRunner().invoke(["parse", "--quiet"])
+    if not parsed.success or not isinstance(parsed.result, Manifest):
+        print(f"dbt could not parse the project: {parsed.exception or 'see dbt.log'}")
+        return 2
+    runner = dbtRunner(manifest=parsed.result)
+    failed = False
+    for command in commands:
+        result = runner.invoke([*command, "--quiet"])
+        failed |= not result.success
+        if result.exception is not None:
+            print(f"dbt {' '.join(command)}: {result.exception}")
+        print("ok" if result.success else "failed", flush=True)
+    return 1 if failed else 0
+
+
 def _serve(answers: IO[str]) -> None:
     from dbt.cli.main import dbtRunner
 
@@ -175,11 +210,15 @@ def _serve(answers: IO[str]) -> None:
             os.dup2(out.fileno(), 1)
             os.dup2(out.fileno(), 2)
             try:
-                # dbt's own exit codes: 1 a node failed, 2 dbt could not run (it says why)
-                result = dbtRunner().invoke(request["args"])
-                code = 0 if result.success else (2 if result.exception is not None else 1)
-            except Exception as exc:  # noqa: BLE001 - answered as the CLI would; it stays up
-                code = 2
+                if "chain" in request:  # a chain that failed is rare: it ends the worker
+                    code = run_here(request["chain"])
+                    ending = code != 0
+                else:  # dbt's own exit codes: 1 a node failed, 2 dbt could not run (it says why)
+                    result = dbtRunner().invoke(request["args"])
+                    code = 0 if result.success else (2 if result.exception is not None else 1)
+                    ending = code == 2  # dbt raised: its threads may still run
+            except Exception as exc:  # noqa: BLE001 - answered as the CLI would
+                code, ending = 2, True
                 print(f"{type(exc).__name__}: {exc}")
             finally:
                 _release_warehouse()
@@ -189,8 +228,7 @@ def _serve(answers: IO[str]) -> None:
                 os.dup2(saved[1], 2)
                 os.close(saved[0])
                 os.close(saved[1])
-        # dbt raised (code 2): its threads may still run; anything left over: start afresh
-        _answer(answers, code, exiting=code == 2 or _left_over())
+        _answer(answers, code, exiting=ending or _left_over())  # anything left: start afresh
 
 
 if __name__ == "__main__":
