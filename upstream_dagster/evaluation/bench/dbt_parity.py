@@ -3,7 +3,9 @@
 ``python -m upstream_dagster.evaluation.bench.dbt_parity [CASES_DIR] [PROJECT ...]`` runs each
 step of CASES_DIR/run_cases.json (default: the committed blind cases) on two fresh copies of
 its project, the CLI on one and the worker on the other, and prints per step whether the exit
-code and dbt's closing line agree and whether every DuckDB file is free afterwards.
+code and dbt's closing line agree, whether every DuckDB file is free afterwards, and whether
+the worker's copy holds the same tables and columns as the CLI's (a command that read or wrote
+another project's warehouse shows there). One worker serves every case, one after another.
 """
 
 from __future__ import annotations
@@ -54,6 +56,23 @@ def locked(folder: Path) -> list[str]:
     return held
 
 
+def contents(folder: Path) -> dict[str, list[tuple[str, str, str]]]:
+    """Every DuckDB file in ``folder``: its tables' (schema, table, column), sorted; a file
+    another process holds counts as held (that is reported as a lock)."""
+    found: dict[str, list[tuple[str, str, str]]] = {}
+    for db in sorted(folder.rglob("*.duckdb")):
+        try:
+            with duckdb.connect(str(db), read_only=True) as con:
+                rows = con.execute(
+                    "select table_schema, table_name, column_name "
+                    "from information_schema.columns order by 1, 2, 3"
+                ).fetchall()
+        except duckdb.Error:
+            rows = [("held", "", "")]
+        found[str(db.relative_to(folder))] = [(str(a), str(b), str(c)) for a, b, c in rows]
+    return found
+
+
 def run_case(src: Path, steps: list[dict[str, Any]], base: dict[str, str]) -> list[str]:
     """One line per step: OK or BAD, with what differed."""
     work = Path(tempfile.mkdtemp(prefix="upstream-parity-"))
@@ -78,11 +97,14 @@ def run_case(src: Path, steps: list[dict[str, Any]], base: dict[str, str]) -> li
             )
             a, b = closing_line(cli.stdout + cli.stderr), closing_line(worker.stdout)
             held = locked(worker_dir)
-            same = cli.returncode == worker.returncode and a == b and not held
+            wrote = contents(cli_dir) == contents(worker_dir)  # its own warehouse, as the CLI
+            same = cli.returncode == worker.returncode and a == b and not held and wrote
             line = f"{'OK ' if same else 'BAD'} {src.name}[{i}] dbt {' '.join(step['args'])[:50]}"
             line += f": CLI {cli.returncode}, worker {worker.returncode}"
             if held:
                 line += f"; still locked: {', '.join(held)}"
+            if not wrote:
+                line += "; the warehouse differs from the CLI's (tables or columns)"
             if a != b:
                 line += f"\n    CLI:    {a[:160]}\n    worker: {b[:160]}"
             said.append(line)
@@ -104,7 +126,10 @@ def main(argv: list[str]) -> int:
             print(line, flush=True)
             total += 1
             bad += line.startswith("BAD")
-    print(f"{total - bad}/{total} steps answered as the dbt CLI answers, every DuckDB file free")
+    print(
+        f"{total - bad}/{total} steps answered as the dbt CLI answers, every DuckDB file free "
+        "and holding what the CLI's holds"
+    )
     return 1 if bad else 0
 
 
