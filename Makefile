@@ -157,9 +157,11 @@ bench-cli: install
 	$(BIN)/python -m upstream_dagster.evaluation.bench.cli --rounds 3 score plan show queue
 
 ## dbt commands through Upstream's dbt worker against the plain dbt CLI, on blind hostile
-## projects (evals/dbt-parity-2026-12-03): exit codes, closing lines, DuckDB files left free.
+## projects (evals/dbt-parity-2026-12-0[34]): exit codes, closing lines, DuckDB files left free
+## and holding what the CLI's copy holds.
 bench-dbt-parity: install
-	$(BIN)/python -m upstream_dagster.evaluation.bench.dbt_parity
+	$(BIN)/python -m upstream_dagster.evaluation.bench.dbt_parity evals/dbt-parity-2026-12-03
+	$(BIN)/python -m upstream_dagster.evaluation.bench.dbt_parity evals/dbt-parity-2026-12-04
 
 ## The newcomer's loop, each step timed against `python -c "import dagster"`: demo, plan,
 ## approve, break (scenarios/loud_rename.yaml), investigate, approve the fix, resolved.

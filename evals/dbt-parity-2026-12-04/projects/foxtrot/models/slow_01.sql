@@ -1,0 +1,1 @@
+select 'fox' as who, 01 as n

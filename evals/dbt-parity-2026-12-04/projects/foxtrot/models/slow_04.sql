@@ -1,0 +1,1 @@
+select 'fox' as who, 04 as n

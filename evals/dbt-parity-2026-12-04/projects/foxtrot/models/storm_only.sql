@@ -1,0 +1,2 @@
+{{ config(materialized='table') }}
+select 'fox' as owner, 'no answer here' as remark

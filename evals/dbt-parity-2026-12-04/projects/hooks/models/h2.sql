@@ -1,0 +1,1 @@
+select 2 as n, 'hooks' as owner

@@ -1,0 +1,1 @@
+select 3 as n, 'hooks' as owner

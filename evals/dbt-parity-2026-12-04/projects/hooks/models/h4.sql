@@ -1,0 +1,1 @@
+select 4 as n, 'hooks' as owner

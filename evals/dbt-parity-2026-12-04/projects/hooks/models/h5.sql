@@ -1,0 +1,1 @@
+select 5 as n, 'hooks' as owner

@@ -1,0 +1,1 @@
+select count(*) from hook_marker having count(*) <> 1

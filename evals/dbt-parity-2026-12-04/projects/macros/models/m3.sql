@@ -1,0 +1,1 @@
+select 3 as id, 'macros' as owner

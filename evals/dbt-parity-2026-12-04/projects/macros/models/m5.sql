@@ -1,0 +1,1 @@
+select 5 as id, 'macros' as owner

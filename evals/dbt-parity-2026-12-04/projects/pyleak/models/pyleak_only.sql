@@ -1,0 +1,1 @@
+select 'pyleak' as owner, 7 as n

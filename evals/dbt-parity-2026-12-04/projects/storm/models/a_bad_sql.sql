@@ -1,0 +1,1 @@
+select * from main.table_that_does_not_exist_anywhere

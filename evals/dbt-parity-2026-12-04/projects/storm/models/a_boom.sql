@@ -1,0 +1,4 @@
+{% if execute %}
+  {{ exceptions.raise_compiler_error("storm: a_boom refuses to compile") }}
+{% endif %}
+select 1 as x

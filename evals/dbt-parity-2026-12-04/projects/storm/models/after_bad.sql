@@ -1,0 +1,1 @@
+select * from {{ ref('a_bad_sql') }}

@@ -1,0 +1,1 @@
+select x + 1 as y from {{ ref('a_boom') }}

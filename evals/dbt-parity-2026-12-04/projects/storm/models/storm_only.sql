@@ -1,0 +1,1 @@
+select 'storm' as owner, 42 as answer

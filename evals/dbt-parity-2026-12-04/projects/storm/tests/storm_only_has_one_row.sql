@@ -1,0 +1,1 @@
+select count(*) from {{ ref('storm_only') }} having count(*) <> 1

@@ -1,0 +1,1 @@
+select 1 as n, '{{ var("color", "none") }}' as color from {{ ref('cfg') }}

@@ -1,0 +1,1 @@
+select 5 as n, '{{ var("color", "none") }}' as color from {{ ref('cfg') }}

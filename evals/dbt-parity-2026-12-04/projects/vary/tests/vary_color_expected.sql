@@ -1,0 +1,1 @@
+select * from {{ ref('cfg') }} where color <> '{{ var("expect", "none") }}'

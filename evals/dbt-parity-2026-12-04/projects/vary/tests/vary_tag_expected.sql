@@ -1,0 +1,1 @@
+select * from {{ ref('cfg') }} where tag <> '{{ var("expect_tag", "untagged") }}'
