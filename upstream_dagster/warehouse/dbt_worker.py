@@ -16,9 +16,9 @@ the command's output file.
 A command dbt could not finish can leave dbt's threads running after it returns; they open the
 warehouse again after it was released, and dbt-duckdb reuses an open warehouse for the next
 command whose profile names the same path, which every deployed copy and sandbox does
-(relatively). So the worker answers and exits after such a command, and refuses a command
-while anything is left over: the next command starts a new worker, and it never reads or
-writes another project's warehouse.
+(relatively). So the worker answers and exits after such a command, or whenever anything is
+left over: the next command starts a new worker, and it never reads or writes another
+project's warehouse.
 """
 
 from __future__ import annotations
@@ -56,10 +56,9 @@ class _Worker:
         self.answers: IO[str] = os.fdopen(read_answers, "r")
         self.owner = os.getpid()  # a forked child starts its own, never shares this one
 
-    def ask(self, task: dict[str, Any], cwd: Path, env: dict[str, str]) -> tuple[int | None, str]:
-        """dbt's exit code and output; no code when the worker refused the command (something
-        of an earlier command was left over). A worker that will not take another command has
-        exited when this returns."""
+    def ask(self, task: dict[str, Any], cwd: Path, env: dict[str, str]) -> tuple[int, str]:
+        """dbt's exit code and output. A worker that will not take another command has exited
+        when this returns."""
         assert self.proc.stdin is not None
         with tempfile.NamedTemporaryFile(  # dbt prints what a model prints, valid UTF-8 or not
             "r", prefix="upstream-dbt-", suffix=".log", errors="replace"
@@ -71,10 +70,9 @@ class _Worker:
             if not line:
                 raise BrokenPipeError("the dbt worker exited")
             answer = json.loads(line)
-            if answer.get("exiting"):
+            if answer["exiting"]:
                 self.close()
-            code = answer.get("code")
-            return (None if code is None else int(code)), out.read()
+            return int(answer["code"]), out.read()
 
     def close(self) -> None:
         if self.proc.stdin is not None:
@@ -118,19 +116,9 @@ def _answered(
     global _worker
     with _lock:
         try:
-            code: int | None = None
-            for _ in range(2):  # a worker that refuses (left dirty) is replaced once
-                if (
-                    _worker is None
-                    or _worker.owner != os.getpid()
-                    or _worker.proc.poll() is not None
-                ):
-                    _worker = _Worker()
-                code, output = _worker.ask(task, cwd, env)
-                if code is not None:
-                    break
-            if code is None:
-                raise BrokenPipeError("two dbt workers refused the command")
+            if _worker is None or _worker.owner != os.getpid() or _worker.proc.poll() is not None:
+                _worker = _Worker()
+            code, output = _worker.ask(task, cwd, env)
         except (BrokenPipeError, OSError, ValueError):
             _worker = None
             return captured(alone, cwd, env)
@@ -163,7 +151,7 @@ def _left_over() -> bool:
     return threading.active_count() > 1 or Manager._ENV is not None
 
 
-def _answer(answers: IO[str], code: int | None, exiting: bool) -> None:
+def _answer(answers: IO[str], code: int, exiting: bool) -> None:
     answers.write(json.dumps({"code": code, "exiting": exiting}) + "\n")
     answers.flush()
     if exiting:  # dbt's threads are not waited for: they hold nothing the next worker needs
@@ -198,8 +186,6 @@ def _serve(answers: IO[str]) -> None:
 
     for line in sys.stdin:
         request: dict[str, Any] = json.loads(line)
-        if _left_over():
-            _answer(answers, None, exiting=True)
         os.chdir(request["cwd"])
         os.environ.clear()
         os.environ.update(request["env"])
