@@ -13,7 +13,9 @@ from pathlib import Path
 
 import duckdb
 import pytest
+from dagster_dbt.core.dbt_cli_event import DbtCliEventMessage
 
+from upstream_dagster.defs.dbt_resource import DeployedDbt
 from upstream_dagster.settings import Settings
 from upstream_dagster.warehouse import dbt_worker
 from upstream_dagster.warehouse.dbt_project import DbtProject, dbt_executable
@@ -190,3 +192,88 @@ def test_after_a_copy_dbt_could_not_compile_the_next_copy_catalogs_its_own_wareh
     catalog = json.loads((second.project_dir / "target" / "catalog.json").read_text())
     columns = catalog["sources"][source["unique_id"]]["columns"]
     assert f"{column}_renamed" in columns and column not in columns
+
+
+def _deployed(project: DbtProject) -> DeployedDbt:
+    """The estate's dbt resource, as the definitions make it (`upstream-dbt` beside dbt)."""
+    return DeployedDbt(
+        project_dir=str(project.project_dir),
+        profiles_dir=str(project.project_dir),
+        dbt_executable=str(dbt_worker.executable()),
+    )
+
+
+def _pids(events: list[DbtCliEventMessage]) -> set[int]:
+    return {e.raw_event["info"]["pid"] for e in events}
+
+
+@pytest.mark.slow
+def test_dagster_dbts_builds_run_in_the_worker_and_answer_as_the_cli(project: DbtProject) -> None:
+    """dagster-dbt runs each dbt command as a process of its own; given `upstream-dbt`, the
+    command runs in this process's dbt worker (dbt's own log lines carry its pid), with the
+    exit code, log lines and artifacts the dbt CLI gives dagster-dbt."""
+    assert dbt_worker.executable() == dbt_worker.SHIM  # installed by `make install`
+    assert project.run("parse").returncode == 0
+    manifest = json.loads((project.project_dir / "target" / "manifest.json").read_text())
+    dbt = _deployed(project)
+    with pytest.MonkeyPatch.context() as env:
+        for key, value in project.env().items():
+            env.setenv(key, value)
+        built = dbt.cli(["build"], manifest=manifest, raise_on_error=False)
+        events = list(built.stream_raw_events())
+        assert built.is_successful() and built.process.returncode == 0
+        assert dbt_worker._worker is not None
+        assert _pids(events) == {dbt_worker._worker.proc.pid} != {built.process.pid}
+        results = json.loads((built.target_path / "run_results.json").read_text())
+        assert sorted(r["status"] for r in results["results"]) == ["pass", "success"]
+
+        (project.project_dir / "models" / "a.sql").write_text("select * from no_such_table")
+        failed = dbt.cli(["build"], manifest=manifest, raise_on_error=False)
+        said = [e.raw_event["info"] for e in failed.stream_raw_events()]
+        assert not failed.is_successful() and failed.process.returncode == 1
+        assert any("no_such_table" in e["msg"] for e in said if e["level"] == "error")
+
+        # a process the listener did not start asks no worker: it is the dbt CLI itself
+        env.setenv(dbt_worker.SHIM_ENV, f"1 {os.environ[dbt_worker.SHIM_ENV].split()[1]}")
+        alone = dbt.cli(["build"], manifest=manifest, raise_on_error=False)
+        lines = list(alone.stream_raw_events())
+        assert alone.process.returncode == 1 and _pids(lines) == {alone.process.pid}
+
+
+LONG = (  # seconds of DuckDB work
+    "{{ config(materialized='table') }}"
+    "select count(*) as c from range(2000000000) t(i) where (i * 7919) % 104729 = 3"
+)
+
+
+@pytest.mark.slow
+def test_an_interrupted_build_is_cancelled_in_the_worker_and_the_next_one_runs(
+    project: DbtProject,
+) -> None:
+    """A run terminated in the Dagster UI: dagster-dbt interrupts its dbt process; the worker
+    running the command is interrupted as the CLI would be (dbt cancels the model's query), the
+    command ends as dbt's does when it could not finish, the worker exits (freeing the
+    warehouse), and the next build runs."""
+    (project.project_dir / "models" / "long.sql").write_text(LONG)
+    dbt_worker.listen()
+    shim = subprocess.Popen(
+        [str(dbt_worker.SHIM), "build"],
+        cwd=project.project_dir,
+        env={**project.env(), "DBT_LOG_FORMAT": "json"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    assert shim.stdout is not None
+    for line in shim.stdout:  # dbt started the long model in the worker
+        if b'"LogStartLine"' in line and b"main.long" in line:
+            break
+    worker = dbt_worker._worker
+    assert worker is not None
+    shim.send_signal(signal.SIGINT)
+    rest = shim.stdout.read()
+    assert shim.wait(timeout=300) == 2
+    assert b'"LogCancelLine"' in rest and b"model.p.long" in rest, rest[-2000:]
+    assert worker.proc.wait(timeout=60) == 0  # gone, the warehouse with it
+    (project.project_dir / "models" / "long.sql").unlink()
+    again = project.run("build")
+    assert again.returncode == 0 and "PASS=2" in again.stdout, again.stdout

@@ -19,6 +19,12 @@ command whose profile names the same path, which every deployed copy and sandbox
 (relatively). So the worker answers and exits after such a command, or whenever anything is
 left over: the next command starts a new worker, and it never reads or writes another
 project's warehouse.
+
+dagster-dbt runs dbt as a subprocess of its own (the estate's builds). It is given
+`upstream-dbt` (`dbt_shim`) as its dbt executable: a small process that asks this process's
+worker over a socket (`listen`) and prints what dbt prints as the worker runs the command, so a
+build pays dbt's start-up once per process too. Anything the worker cannot serve, `upstream-dbt`
+hands to the dbt CLI itself.
 """
 
 from __future__ import annotations
@@ -26,6 +32,8 @@ from __future__ import annotations
 import atexit
 import json
 import os
+import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -34,11 +42,19 @@ from pathlib import Path
 from typing import IO, Any
 
 INSTALLED = Path(sys.executable).with_name("dbt")  # the dbt-core installed beside Upstream
+SHIM = INSTALLED.with_name("upstream-dbt")  # the dbt dagster-dbt runs: answered by the worker
+SHIM_ENV = "UPSTREAM_DBT_SHIM"  # "PID SOCKET": where the process PID's worker listens
 
 
 def serves(executable: str | Path) -> bool:
     """Whether ``executable`` is the dbt this worker runs (any other dbt is the CLI's to run)."""
-    return Path(executable) == INSTALLED
+    return Path(executable) in (INSTALLED, SHIM)
+
+
+def executable() -> Path:
+    """The dbt executable dagster-dbt is given: `upstream-dbt` when it is installed beside
+    this interpreter (with dbt-core), else dbt itself."""
+    return SHIM if SHIM.exists() and INSTALLED.exists() else INSTALLED
 
 
 class _Worker:
@@ -59,20 +75,24 @@ class _Worker:
     def ask(self, task: dict[str, Any], cwd: Path, env: dict[str, str]) -> tuple[int, str]:
         """dbt's exit code and output. A worker that will not take another command has exited
         when this returns."""
-        assert self.proc.stdin is not None
         with tempfile.NamedTemporaryFile(  # dbt prints what a model prints, valid UTF-8 or not
             "r", prefix="upstream-dbt-", suffix=".log", errors="replace"
         ) as out:
-            request = {**task, "cwd": str(cwd), "env": env, "output": out.name}
-            self.proc.stdin.write(json.dumps(request) + "\n")
-            self.proc.stdin.flush()
-            line = self.answers.readline()
-            if not line:
-                raise BrokenPipeError("the dbt worker exited")
-            answer = json.loads(line)
-            if answer["exiting"]:
-                self.close()
-            return int(answer["code"]), out.read()
+            return self.ask_into(task, cwd, env, out.name), out.read()
+
+    def ask_into(self, task: dict[str, Any], cwd: Path, env: dict[str, str], output: str) -> int:
+        """dbt's exit code; what dbt prints is written to the file ``output`` as it runs."""
+        assert self.proc.stdin is not None
+        request = {**task, "cwd": str(cwd), "env": env, "output": output}
+        self.proc.stdin.write(json.dumps(request) + "\n")
+        self.proc.stdin.flush()
+        line = self.answers.readline()
+        if not line:
+            raise BrokenPipeError("the dbt worker exited")
+        answer = json.loads(line)
+        if answer["exiting"]:
+            self.close()
+        return int(answer["code"])
 
     def close(self) -> None:
         if self.proc.stdin is not None:
@@ -110,19 +130,90 @@ def chain(
     return _answered({"chain": commands}, cwd, env, alone)
 
 
+def _serving() -> _Worker:
+    """This process's worker, started if there is none (or it died). Under ``_lock``."""
+    global _worker
+    if _worker is None or _worker.owner != os.getpid() or _worker.proc.poll() is not None:
+        _worker = _Worker()
+    return _worker
+
+
 def _answered(
     task: dict[str, Any], cwd: Path, env: dict[str, str], alone: list[str]
 ) -> subprocess.CompletedProcess[str]:
     global _worker
     with _lock:
         try:
-            if _worker is None or _worker.owner != os.getpid() or _worker.proc.poll() is not None:
-                _worker = _Worker()
-            code, output = _worker.ask(task, cwd, env)
+            code, output = _serving().ask(task, cwd, env)
         except (BrokenPipeError, OSError, ValueError):
             _worker = None
             return captured(alone, cwd, env)
     return subprocess.CompletedProcess(alone, code, output, "")
+
+
+_listening: tuple[int, str] | None = None  # (this process, its socket) once `listen` ran
+
+
+def listen() -> None:
+    """Answer the `upstream-dbt` processes this process starts with its worker: a socket in a
+    folder only this user can open, named to them by ``SHIM_ENV`` (with this process's id, so
+    a child's child never asks the wrong one). Once per process."""
+    global _listening
+    if _listening is not None and _listening[0] == os.getpid():
+        return
+    folder = tempfile.mkdtemp(prefix="upstream-dbt-")
+    if len(folder) > 90:  # a socket's path has at most 107 bytes
+        shutil.rmtree(folder)
+        folder = tempfile.mkdtemp(prefix="upstream-dbt-", dir="/tmp")
+    path = os.path.join(folder, "socket")
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(path)
+    server.listen()
+    threading.Thread(target=_accept, args=(server,), name="upstream-dbt", daemon=True).start()
+    atexit.register(shutil.rmtree, folder, True)
+    _listening = (os.getpid(), path)
+    os.environ[SHIM_ENV] = f"{os.getpid()} {path}"
+
+
+def _accept(server: socket.socket) -> None:
+    while True:
+        conn, _ = server.accept()
+        threading.Thread(target=_serve_shim, args=(conn,), daemon=True).start()
+
+
+def _serve_shim(conn: socket.socket) -> None:
+    """One `upstream-dbt` command: the worker's pid first (the shim forwards an interrupt to
+    it), then ``{"code": N}``, or ``{"fallback": true}`` when no worker could run it."""
+    global _worker
+    with conn, conn.makefile("rw") as talk:
+        try:
+            request = json.loads(talk.readline())
+        except ValueError:
+            return
+        with _lock:
+            try:
+                worker = _serving()
+            except OSError:
+                _send(talk, {"fallback": True})
+                return
+            if not _send(talk, {"worker": worker.proc.pid}):
+                return  # the shim is gone: nothing to run the command for
+            try:
+                task, cwd = {"args": request["args"]}, Path(request["cwd"])
+                code = worker.ask_into(task, cwd, request["env"], request["output"])
+                answer: dict[str, Any] = {"code": code}
+            except (BrokenPipeError, OSError, ValueError):
+                _worker, answer = None, {"fallback": True}
+        _send(talk, answer)
+
+
+def _send(talk: IO[str], frame: dict[str, Any]) -> bool:
+    try:
+        talk.write(json.dumps(frame) + "\n")
+        talk.flush()
+    except OSError:
+        return False
+    return True
 
 
 @atexit.register
@@ -192,6 +283,7 @@ def _serve(answers: IO[str]) -> None:
         sys.stdout.flush()
         sys.stderr.flush()
         saved = os.dup(1), os.dup(2)
+        code, ending = 2, True
         with open(request["output"], "w") as out:
             os.dup2(out.fileno(), 1)
             os.dup2(out.fileno(), 2)
@@ -203,11 +295,14 @@ def _serve(answers: IO[str]) -> None:
                     result = dbtRunner().invoke(request["args"])
                     code = 0 if result.success else (2 if result.exception is not None else 1)
                     ending = code == 2  # dbt raised: its threads may still run
-            except Exception as exc:  # noqa: BLE001 - answered as the CLI would
+            except BaseException as exc:  # noqa: BLE001 - answered as the CLI would (an interrupt too)
                 code, ending = 2, True
                 print(f"{type(exc).__name__}: {exc}")
             finally:
-                _release_warehouse()
+                # A worker that exits frees the warehouse by exiting, as the CLI does: closing
+                # it here would wait for a query dbt's threads still run (an interrupted build).
+                if not ending:
+                    _release_warehouse()
                 sys.stdout.flush()
                 sys.stderr.flush()
                 os.dup2(saved[0], 1)
