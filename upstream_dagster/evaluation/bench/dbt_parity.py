@@ -1,11 +1,13 @@
 """dbt commands through Upstream's dbt worker against the plain dbt CLI, on blind cases.
 
 ``python -m upstream_dagster.evaluation.bench.dbt_parity [CASES_DIR] [PROJECT ...]`` runs each
-step of CASES_DIR/run_cases.json (default: the committed blind cases) on two fresh copies of
-its project, the CLI on one and the worker on the other, and prints per step whether the exit
-code and dbt's closing line agree, whether every DuckDB file is free afterwards, and whether
-the worker's copy holds the same tables and columns as the CLI's (a command that read or wrote
-another project's warehouse shows there). One worker serves every case, one after another.
+step of CASES_DIR/run_cases.json (default: the committed blind cases) on three fresh copies of
+its project: the CLI on one, the worker on another (as `DbtProject.run` asks it), and
+`upstream-dbt` on the third (as dagster-dbt runs it: a process of its own, JSON log lines,
+answered by the same worker). It prints per step whether the exit codes and dbt's closing lines
+agree, whether every DuckDB file is free afterwards, and whether each copy holds the same tables
+and columns as the CLI's (a command that read or wrote another project's warehouse shows
+there). One worker serves every case, one after another.
 """
 
 from __future__ import annotations
@@ -76,46 +78,57 @@ def contents(folder: Path) -> dict[str, list[tuple[str, str, str]]]:
 def run_case(src: Path, steps: list[dict[str, Any]], base: dict[str, str]) -> list[str]:
     """One line per step: OK or BAD, with what differed."""
     work = Path(tempfile.mkdtemp(prefix="upstream-parity-"))
-    cli_dir, worker_dir = work / "cli", work / "worker"
-    shutil.copytree(src, cli_dir)
-    shutil.copytree(src, worker_dir)
-    dbt = str(dbt_worker.INSTALLED)
+    ways = ("cli", "worker", "upstream-dbt")
+    dirs = {way: work / way for way in ways}
+    for folder in dirs.values():
+        shutil.copytree(src, folder)
     said = []
     try:
         for i, step in enumerate(steps):
             env = {**base, **(step.get("env") or {})}
             edit = step.get("edit")
-            for folder in (cli_dir, worker_dir):
+            for folder in dirs.values():
                 if edit:
                     (folder / edit["path"]).parent.mkdir(parents=True, exist_ok=True)
                     (folder / edit["path"]).write_text(edit["text"])
-            cli = dbt_worker.captured(
-                [dbt, *step["args"]], cli_dir, {"DBT_PROFILES_DIR": str(cli_dir), **env}
+            runs = {way: _run(way, list(step["args"]), dirs[way], env) for way in ways}
+            cli = runs["cli"]
+            closing = {way: closing_line(done.stdout + done.stderr) for way, done in runs.items()}
+            line = f"{src.name}[{i}] dbt {' '.join(step['args'])[:50]}: " + ", ".join(
+                f"{way} {done.returncode}" for way, done in runs.items()
             )
-            worker = dbt_worker.run(
-                list(step["args"]), worker_dir, {"DBT_PROFILES_DIR": str(worker_dir), **env}
-            )
-            a, b = closing_line(cli.stdout + cli.stderr), closing_line(worker.stdout)
-            held = locked(worker_dir)
-            wrote = contents(cli_dir) == contents(worker_dir)  # its own warehouse, as the CLI
-            same = cli.returncode == worker.returncode and a == b and not held and wrote
-            line = f"{'OK ' if same else 'BAD'} {src.name}[{i}] dbt {' '.join(step['args'])[:50]}"
-            line += f": CLI {cli.returncode}, worker {worker.returncode}"
-            if held:
-                line += f"; still locked: {', '.join(held)}"
-            if not wrote:
-                line += "; the warehouse differs from the CLI's (tables or columns)"
-            if a != b:
-                line += f"\n    CLI:    {a[:160]}\n    worker: {b[:160]}"
-            said.append(line)
+            same = True
+            for way in ways[1:]:
+                held = locked(dirs[way])
+                wrote = contents(dirs["cli"]) == contents(dirs[way])  # its own warehouse
+                agree = runs[way].returncode == cli.returncode and closing[way] == closing["cli"]
+                same &= agree and not held and wrote
+                if held:
+                    line += f"; {way} left locked: {', '.join(held)}"
+                if not wrote:
+                    line += f"; {way}'s warehouse differs from the CLI's (tables or columns)"
+                if closing[way] != closing["cli"]:
+                    line += f"\n    CLI:    {closing['cli'][:160]}\n    {way}: {closing[way][:160]}"
+            said.append(f"{'OK ' if same else 'BAD'} {line}")
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return said
 
 
+def _run(way: str, args: list[str], folder: Path, env: dict[str, str]) -> Any:
+    env = {"DBT_PROFILES_DIR": str(folder), **env}
+    if way == "cli":
+        return dbt_worker.captured([str(dbt_worker.INSTALLED), *args], folder, env)
+    if way == "worker":
+        return dbt_worker.run(args, folder, env)
+    shim = {**env, "DBT_LOG_FORMAT": "json", dbt_worker.SHIM_ENV: os.environ[dbt_worker.SHIM_ENV]}
+    return dbt_worker.captured([str(dbt_worker.SHIM), *args], folder, shim)
+
+
 def main(argv: list[str]) -> int:
     cases = Path(argv[0]) if argv and Path(argv[0]).is_dir() else CASES
     only = set(argv[1:] if argv and Path(argv[0]).is_dir() else argv)
+    dbt_worker.listen()  # upstream-dbt's steps are answered by this process's worker
     base = {k: v for k, v in os.environ.items() if not k.startswith(("DBT_", "BLIND_"))}
     base["DBT_SEND_ANONYMOUS_USAGE_STATS"] = "false"
     total = bad = 0
@@ -127,8 +140,8 @@ def main(argv: list[str]) -> int:
             total += 1
             bad += line.startswith("BAD")
     print(
-        f"{total - bad}/{total} steps answered as the dbt CLI answers, every DuckDB file free "
-        "and holding what the CLI's holds"
+        f"{total - bad}/{total} steps answered by the worker and by upstream-dbt as the dbt CLI "
+        "answers, every DuckDB file free and holding what the CLI's holds"
     )
     return 1 if bad else 0
 
