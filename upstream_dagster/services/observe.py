@@ -58,13 +58,16 @@ def manifest_nodes(manifest: dict[str, Any]) -> list[Node]:
     for props in [*manifest["nodes"].values(), *manifest["sources"].values()]:
         if props["resource_type"] not in ("model", "source", "seed"):
             continue
-        name = props.get("alias") or props.get("identifier") or props["name"]
+        # The warehouse table is a source's `identifier` (a model's alias); DataHub's dbt source
+        # names the entity by the alias, else the name, never the identifier.
+        table = props.get("alias") or props.get("identifier") or props["name"]
+        named = props.get("alias") or props["name"]
         meta = {**(props.get("meta") or {}), **((props.get("config") or {}).get("meta") or {})}
         out.append(
             Node(
                 unique_id=str(props["unique_id"]),
-                urn=dbt_urn(props["database"], props["schema"], name),
-                table=f"{props['schema']}.{name}".lower(),
+                urn=dbt_urn(props["database"], props["schema"], named),
+                table=f"{props['schema']}.{table}".lower(),
                 meta=tuple(sorted((str(k), str(v)) for k, v in meta.items())),
             )
         )
