@@ -31,7 +31,8 @@ CLOSING = ("Done.", "Encountered an error", "Nothing to do", "Completed with")
 
 def closing_line(output: str) -> str:
     """dbt's last summary or error line, without colours or the time stamp."""
-    lines = [re.sub(r"\x1b\[[0-9;]*m", "", _message(line)) for line in output.splitlines()]
+    said = [part for line in output.splitlines() for part in _message(line).splitlines()]
+    lines = [re.sub(r"\x1b\[[0-9;]*m", "", line) for line in said]
     lines = [re.sub(r"^\d\d:\d\d:\d\d\s+", "", line).strip() for line in lines]
     kept = [line for line in lines if any(mark in line for mark in CLOSING)]
     return kept[-1] if kept else ""
