@@ -1,0 +1,2 @@
+select depot_id, depot_code, city, region
+from {{ source('dispatch', 'depots') }}

@@ -1,0 +1,2 @@
+select driver_id, driver_name, hired_on, licence_class
+from {{ source('dispatch', 'drivers') }}
