@@ -9,6 +9,8 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
+import tempfile
 from pathlib import Path
 
 import duckdb
@@ -277,3 +279,27 @@ def test_an_interrupted_build_is_cancelled_in_the_worker_and_the_next_one_runs(
     (project.project_dir / "models" / "long.sql").unlink()
     again = project.run("build")
     assert again.returncode == 0 and "PASS=2" in again.stdout, again.stdout
+
+
+def test_a_listener_folder_left_by_a_process_that_is_gone_is_removed() -> None:
+    """A process killed (or ended by `os._exit`, as a worker does) never removes its listener
+    folder; the next process that listens removes those of processes that are gone."""
+    short = Path(tempfile.mkdtemp(prefix="u", dir="/tmp"))  # a socket's path must stay short
+    try:
+        dead = subprocess.Popen(["true"])
+        dead.wait()
+        left = short / f"{dbt_worker.LISTENING}{dead.pid}-abc"
+        left.mkdir()
+        (left / "socket").touch()
+        alive = short / f"{dbt_worker.LISTENING}{os.getpid()}-def"
+        alive.mkdir()
+        listening = subprocess.run(
+            [sys.executable, "-c", "from upstream_dagster.warehouse import dbt_worker as w\n"
+             "w.listen(); print(w._listening[1])"],
+            env={**os.environ, "TMPDIR": str(short)}, capture_output=True, text=True, check=True,
+        )  # fmt: skip
+        assert not left.exists() and alive.exists()
+        own = Path(listening.stdout.strip()).parent
+        assert own.parent == short and not own.exists()  # its own, removed as it exited
+    finally:
+        shutil.rmtree(short, ignore_errors=True)

@@ -161,10 +161,12 @@ def listen() -> None:
     global _listening
     if _listening is not None and _listening[0] == os.getpid():
         return
-    folder = tempfile.mkdtemp(prefix="upstream-dbt-")
+    prefix = f"{LISTENING}{os.getpid()}-"
+    folder = tempfile.mkdtemp(prefix=prefix)
     if len(folder) > 90:  # a socket's path has at most 107 bytes
         shutil.rmtree(folder)
-        folder = tempfile.mkdtemp(prefix="upstream-dbt-", dir="/tmp")
+        folder = tempfile.mkdtemp(prefix=prefix, dir="/tmp")
+    _sweep(Path(folder).parent)
     path = os.path.join(folder, "socket")
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     server.bind(path)
@@ -173,6 +175,24 @@ def listen() -> None:
     atexit.register(shutil.rmtree, folder, True)
     _listening = (os.getpid(), path)
     os.environ[SHIM_ENV] = f"{os.getpid()} {path}"
+
+
+LISTENING = "upstream-dbt-"  # + pid + "-": a listener's folder
+
+
+def _sweep(parent: Path) -> None:
+    """Remove the listener folders of this user's processes that are gone (one killed, or
+    ended by `os._exit`, never ran its exit handler)."""
+    for folder in parent.glob(f"{LISTENING}*-*"):
+        pid = folder.name.removeprefix(LISTENING).split("-")[0]
+        if not pid.isdigit() or folder.stat().st_uid != os.getuid():
+            continue
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            shutil.rmtree(folder, ignore_errors=True)
+        except OSError:
+            pass  # alive (another user's process of that id): kept
 
 
 def _accept(server: socket.socket) -> None:
