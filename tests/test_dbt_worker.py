@@ -20,7 +20,7 @@ from dagster_dbt.core.dbt_cli_event import DbtCliEventMessage
 from upstream_dagster.defs.dbt_resource import DeployedDbt
 from upstream_dagster.settings import Settings
 from upstream_dagster.warehouse import dbt_worker
-from upstream_dagster.warehouse.dbt_project import DbtProject, dbt_executable
+from upstream_dagster.warehouse.dbt_project import DbtProject, build_executable, dbt_executable
 
 PROFILE = "p:\n  target: dev\n  outputs:\n    dev:\n      type: duckdb\n      path: w.duckdb\n"
 
@@ -201,7 +201,7 @@ def _deployed(project: DbtProject) -> DeployedDbt:
     return DeployedDbt(
         project_dir=str(project.project_dir),
         profiles_dir=str(project.project_dir),
-        dbt_executable=str(dbt_worker.executable()),
+        dbt_executable=build_executable(),
     )
 
 
@@ -214,7 +214,7 @@ def test_dagster_dbts_builds_run_in_the_worker_and_answer_as_the_cli(project: Db
     """dagster-dbt runs each dbt command as a process of its own; given `upstream-dbt`, the
     command runs in this process's dbt worker (dbt's own log lines carry its pid), with the
     exit code, log lines and artifacts the dbt CLI gives dagster-dbt."""
-    assert dbt_worker.executable() == dbt_worker.SHIM  # installed by `make install`
+    assert build_executable() == str(dbt_worker.SHIM)  # installed by `make install`
     assert project.run("parse").returncode == 0
     manifest = json.loads((project.project_dir / "target" / "manifest.json").read_text())
     dbt = _deployed(project)

@@ -17,8 +17,7 @@ from upstream_dagster.defs.progress import LOGGERS
 from upstream_dagster.defs.resources import fixed, resources
 from upstream_dagster.errors import UpstreamError
 from upstream_dagster.spec import load_estate
-from upstream_dagster.warehouse import dbt_worker
-from upstream_dagster.warehouse.dbt_project import DbtProject, dbt_executable
+from upstream_dagster.warehouse.dbt_project import DbtProject, build_executable
 
 # The jobs a reviewer's commands run (score, plan, approve, verify, reset): they read and write
 # DataHub only, so they load without the dbt project and without dagster-dbt.
@@ -86,10 +85,7 @@ def build(settings: settings_mod.Settings) -> dg.Definitions:
     dbt = DeployedDbt(
         project_dir=str(project.project_dir),
         profiles_dir=str(project.project_dir),
-        # `upstream-dbt`: dagster-dbt's dbt commands run in this process's dbt worker
-        dbt_executable=str(dbt_worker.executable())
-        if dbt_worker.INSTALLED.exists()
-        else dbt_executable(),
+        dbt_executable=build_executable(),
     )
     manifest = project.manifest()
     names = owners(settings)

@@ -63,6 +63,13 @@ def dbt_executable() -> str:
     return str(beside) if beside.exists() else (shutil.which("dbt") or "dbt")
 
 
+def build_executable() -> str:
+    """The dbt executable dagster-dbt is given: `upstream-dbt` (its commands run in this
+    process's dbt worker) when it is installed beside dbt-core, else `dbt_executable()`."""
+    shim = dbt_worker.SHIM
+    return str(shim) if shim.exists() and dbt_worker.INSTALLED.exists() else dbt_executable()
+
+
 @dataclass(frozen=True)
 class DbtProject:
     """A tracked dbt project (``source``), its deployed copy (``project_dir``) and the

@@ -22,18 +22,16 @@ import signal
 import socket
 import sys
 import tempfile
-from pathlib import Path
 from types import FrameType
 from typing import Any, NoReturn
 
-from upstream_dagster.warehouse.dbt_worker import SHIM_ENV
+from upstream_dagster.warehouse.dbt_worker import INSTALLED, SHIM_ENV
 
 POLL = 0.05  # seconds between looks at dbt's output while the worker runs the command
 
 
 def _cli(argv: list[str]) -> NoReturn:
-    dbt = str(Path(sys.executable).with_name("dbt"))
-    os.execv(dbt, [dbt, *argv])
+    os.execv(INSTALLED, [str(INSTALLED), *argv])
 
 
 class _Answers:

@@ -51,12 +51,6 @@ def serves(executable: str | Path) -> bool:
     return Path(executable) in (INSTALLED, SHIM)
 
 
-def executable() -> Path:
-    """The dbt executable dagster-dbt is given: `upstream-dbt` when it is installed beside
-    this interpreter (with dbt-core), else dbt itself."""
-    return SHIM if SHIM.exists() and INSTALLED.exists() else INSTALLED
-
-
 class _Worker:
     def __init__(self) -> None:
         read_answers, write_answers = os.pipe()
