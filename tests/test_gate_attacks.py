@@ -202,25 +202,33 @@ def test_editing_estate_yaml_does_not_change_who_may_approve(
 
 def test_a_killed_command_leaves_no_run_started(estate: Settings) -> None:
     """Finding 8: `upstream reset` killed with kill -9 mid-run: the next command marks its run
-    failed (its process is gone) instead of leaving it STARTED forever."""
+    failed (its process is gone) instead of leaving it STARTED forever.
+
+    The test holds the write-back lock while reset runs, so reset is caught inside its run
+    (waiting for the lock) however fast the machine is: a reset with nothing to undo used to
+    finish between two polls, and the test failed on a quiet machine."""
     import signal
     import time
 
+    from upstream_dagster.state import lease
+    from upstream_dagster.state.store import GateStore
+
     planned(estate)
     env = dict(os.environ)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "upstream_dagster.cli", "reset", "--yes"],
-        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
     instance = dagster_instance(estate)
-    deadline = time.monotonic() + 300
-    while not instance.get_run_records(
-        dg.RunsFilter(job_name="coverage_reset_job", statuses=[dg.DagsterRunStatus.STARTED])
-    ):
-        assert proc.poll() is None and time.monotonic() < deadline, "reset never started"
-        time.sleep(0.05)
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait()
+    with lease.held(GateStore.local(estate.state_dir), "the-test", "holding reset mid-run"):
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "upstream_dagster.cli", "reset", "--yes"],
+            cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        deadline = time.monotonic() + 300
+        while not instance.get_run_records(
+            dg.RunsFilter(job_name="coverage_reset_job", statuses=[dg.DagsterRunStatus.STARTED])
+        ):
+            assert proc.poll() is None and time.monotonic() < deadline, "reset never started"
+            time.sleep(0.05)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
     run_job(estate, "score")  # any next command
     left = instance.get_run_records(dg.RunsFilter(statuses=[dg.DagsterRunStatus.STARTED]))
     assert not left
