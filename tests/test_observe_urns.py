@@ -12,6 +12,7 @@ from datahub.ingestion.source.dbt.dbt_core import extract_dbt_entities
 
 from upstream_dagster.services.observe import manifest_nodes
 from upstream_dagster.warehouse.dbt_project import DbtProject
+from upstream_dagster.warehouse.names import renamed
 
 SOURCES = """\
 sources:
@@ -57,3 +58,9 @@ def test_every_node_is_named_as_datahubs_dbt_source_names_it(tmp_path: Path) -> 
     # and each is measured in the table the warehouse holds
     assert ours["source.p.gateway.fuel_events"].table == "telemetry.fuel_txn_raw"
     assert ours["model.p.Mixed_Case"].table == "main.mixed_alias"
+    # every query for an entity DataHub named goes to that table: the two names differ only
+    # for the source read under its identifier, and node_of finds the node by either name
+    assert renamed(manifest) == {"telemetry.fuel_events": "telemetry.fuel_txn_raw"}
+    for name in ("telemetry.fuel_events", "telemetry.fuel_txn_raw"):
+        found = project.node_of(name)
+        assert found is not None and found["unique_id"] == "source.p.gateway.fuel_events"

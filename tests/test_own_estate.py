@@ -196,3 +196,60 @@ def test_tests_dbt_never_read_are_named_with_the_key_dbt_reads() -> None:
         "so these tests never ran (write `data_tests`)",
     ]
     assert unread_test_keys({"nodes": {}, "sources": {}}) == []
+
+
+def test_a_feed_landed_under_another_table_name_is_queried_where_it_lives(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A dbt source with `identifier:` is named by its source name in DataHub
+    (`landing.card_payments`) and lives in the warehouse as `landing.cp_drop_v2`. An incident
+    caused there is confirmed by a query on the table that exists (it used to ask for
+    `card_payments` and cite "Table ... does not exist"), a case naming the warehouse's table
+    is graded on it, and an assertion proposed for the source can run."""
+    from upstream_dagster.evaluation.runner import result, run_scenario
+    from upstream_dagster.evaluation.scenario import Scenario
+    from upstream_dagster.services.observe import runnable
+    from upstream_dagster.spec.urns import dbt_urn
+    from upstream_dagster.warehouse.duckdb_warehouse import Warehouse
+
+    own = ROOT / "tests/estates/renamed_feed"
+    for key, value in {
+        "UPSTREAM_DBT_SOURCE": str(own / "dbt"),
+        "UPSTREAM_ESTATE": str(own / "estate.yaml"),
+        "UPSTREAM_FEEDS": str(own / "feeds.sql"),
+        "UPSTREAM_STATE_DIR": str(tmp_path / "state"),
+        "UPSTREAM_CLOCK": "2026-11-29T06:00:00Z",
+    }.items():
+        monkeypatch.setenv(key, value)
+    built = CliRunner().invoke(app, ["build"])
+    assert built.exit_code == 0, built.output[-3000:]
+    settings = settings_mod.load()
+    source = dbt_urn("warehouse", "landing", "card_payments")
+    warehouse = Warehouse(settings.warehouse, manifest=settings.dbt_manifest)
+    assert warehouse.relation(source) == "landing.cp_drop_v2"
+    assert source in runnable(warehouse, [source])  # a proposal on it can run there
+
+    case = Scenario.model_validate(
+        {
+            "name": "vendor_nulls",
+            "faults": [
+                {
+                    "kind": "null_column",
+                    "relation": "landing.cp_drop_v2",
+                    "column": "payment_id",
+                    "fraction": 0.4,
+                }
+            ],  # fmt: skip
+            "trigger": {"dataset": "main.stg_payments", "check": "not_null"},
+            "expect": {"root_cause": {"dataset": "landing.cp_drop_v2", "column": "payment_id"}},
+        }
+    )
+    (outcome,) = run_scenario(settings, case, "alice")
+    graded = result(case.named_as_in_datahub({"landing.card_payments": "landing.cp_drop_v2"}),
+                    1, outcome)  # fmt: skip
+    assert graded.top_right, graded
+    ledger = outcome.verdict.ledger
+    said = "\n".join(f"{e.kind}: {e.claim}" for e in ledger)
+    assert "does not exist" not in said and "query_error" not in said, said
+    confirmed = [e for e in ledger if e.kind == "forensic" and e.subject == source]
+    assert confirmed and "cp_drop_v2" in dict(confirmed[0].detail)["statement"], said

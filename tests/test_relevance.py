@@ -27,6 +27,7 @@ from upstream_dagster.reliability.rewrite import rewrite_model
 from upstream_dagster.reliability.sqlguard import guard
 from upstream_dagster.reliability.verdict import Sim, flaky, rescore
 from upstream_dagster.reliability.walk import ROWS
+from upstream_dagster.spec.urns import relation_of
 
 
 def urn(name: str) -> str:
@@ -67,6 +68,9 @@ class Graph:
 
     def column_edges(self) -> tuple[Any, ...]:
         return self.columns
+
+    def relation(self, urn: str) -> str:
+        return relation_of(urn)
 
     def forensic(self, sql: str, relations: set[str]) -> tuple[str | None, list[Any], str]:
         checked = guard(sql, relations)

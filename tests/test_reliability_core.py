@@ -26,6 +26,7 @@ from upstream_dagster.reliability.investigate import Memory, Trigger, investigat
 from upstream_dagster.reliability.remediation import remedy, rewrite_model
 from upstream_dagster.reliability.rules import Observation, judge
 from upstream_dagster.reliability.sqlguard import guard
+from upstream_dagster.spec.urns import relation_of
 
 ALLOWED = {"crm.accounts", "billing.invoices"}
 
@@ -125,6 +126,9 @@ class Graph:
 
     def column_edges(self) -> tuple[Any, ...]:
         return self.columns
+
+    def relation(self, urn: str) -> str:
+        return relation_of(urn)
 
     def forensic(self, sql: str, relations: set[str]) -> tuple[str | None, list[Any], str]:
         checked = guard(sql, relations)

@@ -52,6 +52,11 @@ class Settings:
         return self.state_dir / "dbt_project"
 
     @property
+    def dbt_manifest(self) -> Path:
+        """The deployed project's manifest: what each dbt node is called in the warehouse."""
+        return self.dbt_project_dir / "target" / "manifest.json"
+
+    @property
     def artifacts_dir(self) -> Path:
         """dbt artifacts captured for DataHub's dbt source (run_results right after the build)."""
         return self.state_dir / "dbt_artifacts"

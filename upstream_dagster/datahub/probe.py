@@ -133,9 +133,11 @@ class GraphProbe:
         forensic: Callable[[str, set[str]], tuple[str | None, list[Any], str]] | None = None,
         lineage_as_of_ms: int | None = None,
         seed: dict[str, dict[str, list[AspectVersion]]] | None = None,
+        relation: Callable[[str], str] = relation_of,
     ) -> None:
         self.graph, self.window, self.budget = graph, window, budget
         self._forensic = forensic
+        self._relation = relation
         self.as_of = lineage_as_of_ms
         self._start = graph.counter.calls
         self._twin: dict[str, str] = {}  # secondary -> primary
@@ -297,6 +299,9 @@ class GraphProbe:
                 *code_of(histories),
             )
         return views
+
+    def relation(self, urn: str) -> str:
+        return self._relation(urn)
 
     def forensic(self, sql: str, relations: set[str]) -> tuple[str | None, list[Any], str]:
         if self._forensic is None:

@@ -162,9 +162,14 @@ class WarehouseResource(dg.ConfigurableResource):  # type: ignore[type-arg]
 
     path: str = Field(description="The warehouse file.")
     dialect: str = Field(default="duckdb", description="The SQL dialect sqlglot reads.")
+    manifest: str = Field(
+        default="", description="The built dbt project's manifest (its relations' real names)."
+    )
 
     def get(self) -> Warehouse:
-        return Warehouse(Path(self.path), self.dialect)
+        return Warehouse(
+            Path(self.path), self.dialect, manifest=Path(self.manifest) if self.manifest else None
+        )
 
 
 @dataclass(frozen=True)
@@ -233,7 +238,8 @@ def resources(settings: Settings) -> dict[str, dg.ResourceDefinition]:
         ),
         "datahub": fixed(datahub_resource(settings), f"Which DataHub: {fixed_here}"),
         "warehouse": fixed(
-            WarehouseResource(path=str(settings.warehouse)), f"The warehouse: {fixed_here}"
+            WarehouseResource(path=str(settings.warehouse), manifest=str(settings.dbt_manifest)),
+            f"The warehouse: {fixed_here}",
         ),
         "reviewer_token": fixed(
             ReviewerToken(), "A reviewer's DataHub token: only `upstream approve` carries one"

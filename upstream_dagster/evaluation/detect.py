@@ -178,10 +178,16 @@ def _planned(settings: Settings, spec: EstateSpec) -> tuple[list[Planned], list[
         for t in spec.tiers
         if t.requirements.min_fault_detection
         for a in tier_assets(spec, scope, t.name, estate)
-        if not targets(estate, relation_of(a))
+        if not targets(estate, estate.relation(a))
     ]
     nodes = manifest_nodes(DbtProject.of(settings).manifest())
-    return planned, bare, Watch(tuple(monitored(spec, nodes)), templates, guards)
+    return (
+        planned,
+        bare,
+        Watch(
+            tuple(monitored(spec, nodes)), templates, guards, renamed=tuple(estate.renamed.items())
+        ),
+    )
 
 
 def _trial(bench: Bench, p: Planned, caught: tuple[str, ...], sla: float | None) -> FaultTrial:
@@ -189,12 +195,14 @@ def _trial(bench: Bench, p: Planned, caught: tuple[str, ...], sla: float | None)
     while DataHub holds it (a write-back adds one, `reset` takes it away), so it is kept as a
     template the dial looks for, not as a check that caught the fault once; a fault nothing
     else caught gets the templates that would have."""
-    table = relation_of(p.asset)
+    table = relation_of(p.asset)  # DataHub's name, as the catches are labelled
     prefix, suffix = "assertion ", f" on {table}"
     on_asset = [c for c in caught if c.startswith(prefix) and c.endswith(suffix)]
     mine = {c[len(prefix) : -len(suffix)] for c in on_asset}
     others = tuple(c for c in caught if c not in on_asset)
-    would = set(mine) | (set() if others else set(bench.would_catch(table, sla)))
+    would = set(mine)
+    if not others:
+        would |= set(bench.would_catch(bench.watch.table(p.asset), sla))
     return FaultTrial(p.label, p.fault.table, p.fault.kind, others, tuple(sorted(would)))
 
 

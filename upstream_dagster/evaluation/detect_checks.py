@@ -64,6 +64,11 @@ class Watch:
     templates: tuple[tuple[str, str, str], ...]  # (assertion, dataset, template)
     guards: tuple[tuple[str, str, str, str], ...]  # (assertion, dataset, rule, column)
     before: tuple[tuple[BaseKey, float | None], ...] = ()  # the clean observations
+    renamed: tuple[tuple[str, str], ...] = ()  # DataHub's schema.table -> the warehouse's
+
+    def table(self, dataset: str) -> str:
+        named = relation_of(dataset)
+        return dict(self.renamed).get(named, named)
 
     def observed(self, warehouse: Path) -> Watch:
         """This watch with the clean observations (the previous run's, for each monitor)."""
@@ -90,11 +95,11 @@ class Watch:
                             f"monitor {m.name} on {node.table}" + (f".{column}" if column else "")
                         )
             for _, dataset, template in self.templates:
-                table = relation_of(dataset)
-                if not _template_passes(con, tables, table, template):
-                    out.add(f"assertion {template} on {table}")
+                # queried by the warehouse's name, labelled by DataHub's (the dial's key)
+                if not _template_passes(con, tables, self.table(dataset), template):
+                    out.add(f"assertion {template} on {relation_of(dataset)}")
             for _, dataset, rule, column in self.guards:
-                if not _guard_passes(con, tables, relation_of(dataset), rule, column):
+                if not _guard_passes(con, tables, self.table(dataset), rule, column):
                     out.add(f"guard {rule} on {relation_of(dataset)}.{column}")
         return frozenset(out)
 

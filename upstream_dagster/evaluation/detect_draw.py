@@ -14,7 +14,6 @@ from upstream_dagster.evaluation.draw_kinds import fault, kinds, partial, partia
 from upstream_dagster.evaluation.estate_model import Estate
 from upstream_dagster.evaluation.scenario import Fault
 from upstream_dagster.spec.models import DetectionPolicy, EstateSpec
-from upstream_dagster.spec.urns import relation_of
 
 PARTIAL = 0.25  # the share of small, partial faults, as in the random suites
 
@@ -74,7 +73,7 @@ def tier_assets(spec: EstateSpec, scope: Scope, tier: str, estate: Estate) -> li
     """The tier's scored assets the warehouse holds (one URN per relation), in a stable order."""
     seen: dict[str, str] = {}
     for urn, name in scope.tier_of:
-        rel = relation_of(urn)
+        rel = estate.relation(urn)
         if name == tier and rel in estate.relations:
             seen.setdefault(rel, urn)
     return [seen[r] for r in sorted(seen)]
@@ -89,7 +88,7 @@ def draw(estate: Estate, spec: EstateSpec, scope: Scope, policy: DetectionPolicy
             continue
         rng = random.Random(f"{policy.seed}/{tier.name}")
         assets = tier_assets(spec, scope, tier.name, estate)
-        options = [(a, targets(estate, relation_of(a))) for a in assets]
+        options = [(a, targets(estate, estate.relation(a))) for a in assets]
         options = [(a, t) for a, t in options if t]
         drawn: list[Planned] = []
         for i in range(policy.faults_per_tier if options else 0):

@@ -5,6 +5,7 @@ columns. Nothing here knows the demo."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,6 +19,7 @@ from upstream_dagster.settings import Settings
 from upstream_dagster.spec.urns import entity_type, relation_of
 from upstream_dagster.warehouse import duckdb_warehouse as wh
 from upstream_dagster.warehouse.dbt_project import DbtProject
+from upstream_dagster.warehouse.names import renamed_at
 
 ColumnEdge = tuple[tuple[str, str], tuple[str, str]]
 
@@ -42,6 +44,12 @@ class Estate:
     checks: tuple[Check, ...] = ()  # every monitor and dbt test, with what it checks
     column_edges: tuple[ColumnEdge, ...] = ()  # (relation, column) -> (relation, column | "*")
     categories: dict[str, dict[str, list[str]]] = field(default_factory=dict)  # code values
+    renamed: dict[str, str] = field(default_factory=dict)  # DataHub's name -> the warehouse's
+
+    def relation(self, urn: str) -> str:
+        """The warehouse's ``schema.table`` of the dataset DataHub names ``urn``."""
+        named = relation_of(urn)
+        return self.renamed.get(named, named)
 
     def candidates(self) -> list[str]:
         """Relations whose fault can reach a check: a checked one, or one upstream of it."""
@@ -53,11 +61,13 @@ class Estate:
         return {r for r in self.relations if relation in reachable(r, self.downstream)}
 
 
-def _checks(settings: Settings) -> tuple[set[str], tuple[tuple[str, str], ...], list[Check]]:
+def _checks(
+    settings: Settings, rel: Callable[[str], str]
+) -> tuple[set[str], tuple[tuple[str, str], ...], list[Check]]:
     with connected(Target.of(settings)) as graph:
         runs = graph.assertion_runs()
         infos = graph.get_aspects(sorted({r.assertion_urn for r in runs}), ["assertionInfo"])
-    checked = {relation_of(r.asserted_urn) for r in runs}
+    checked = {rel(r.asserted_urn) for r in runs}
     found: dict[tuple[str, str, str | None], Check] = {}
     for run in runs:
         info = (infos.get(run.assertion_urn) or {}).get("assertionInfo") or {}
@@ -69,7 +79,7 @@ def _checks(settings: Settings) -> tuple[set[str], tuple[tuple[str, str], ...], 
         kind = check_kind(info)
         if not name or kind in ("", "build", "freshness"):
             continue
-        relation = relation_of(run.asserted_urn)
+        relation = rel(run.asserted_urn)
         key = (name, relation, assertion_column(info))
         found.setdefault(key, Check(name, relation, key[2], kind))
     checks = sorted(found.values(), key=lambda c: (c.name, c.relation, c.column or ""))
@@ -101,25 +111,28 @@ def _categories(
 
 
 def read_estate(settings: Settings) -> Estate:
+    """The estate in the warehouse's names (a dbt source by its identifier, not the name
+    DataHub gives it), so a fault drawn on a relation lands on a table that exists."""
+    renamed = dict(renamed_at(settings.dbt_manifest))
+
+    def rel(urn: str) -> str:
+        named = relation_of(urn)
+        return renamed.get(named, named)
+
     with connected(Target.of(settings)) as graph:
         edges = graph.lineage_edges()
         probe = GraphProbe(graph, Window(0, 0), budget=10**6)
         columns = tuple(
-            sorted(
-                {
-                    ((relation_of(a[0]), a[1]), (relation_of(b[0]), b[1]))
-                    for a, b in probe.column_edges()
-                }
-            )
+            sorted({((rel(a[0]), a[1]), (rel(b[0]), b[1])) for a, b in probe.column_edges()})
         )
     down: dict[str, set[str]] = {}
     for e in edges:
         if entity_type(e.downstream) != "dataset" or entity_type(e.upstream) != "dataset":
             continue
-        up, dn = relation_of(e.upstream), relation_of(e.downstream)
+        up, dn = rel(e.upstream), rel(e.downstream)
         if up != dn:  # not a dbt node and its warehouse table
             down.setdefault(up, set()).add(dn)
-    checked, monitors, checks = _checks(settings)
+    checked, monitors, checks = _checks(settings, rel)
     manifest = DbtProject.of(settings).manifest()
     models, seeds = set(), set()
     for props in manifest["nodes"].values():
@@ -145,4 +158,5 @@ def read_estate(settings: Settings) -> Estate:
         tuple(checks),
         columns,
         categories,
+        renamed,
     )

@@ -43,6 +43,7 @@ from upstream_dagster.settings import Settings
 from upstream_dagster.spec.models import EstateSpec
 from upstream_dagster.spec.urns import name_matches, relation_of
 from upstream_dagster.state import records
+from upstream_dagster.warehouse.names import renamed_at
 
 EVAL_CLOCK = "2026-11-29T06:00:00Z"  # cases run on a pinned clock: the data is the same each run
 
@@ -208,6 +209,7 @@ def run_case(settings: Settings, scenario: Scenario, reviewer: str) -> list[Outc
 
 def run_scenario(settings: Settings, scenario: Scenario, reviewer: str) -> list[Outcome]:
     """Every occurrence's graded outcome (the CLI's and the tests' entry)."""
+    scenario = scenario.named_as_in_datahub(renamed_at(settings.dbt_manifest))
     return [o for o in run_case(settings, scenario, reviewer) if o is not None]
 
 
@@ -265,7 +267,9 @@ def _worker(
     os.environ["UPSTREAM_CLOCK"] = os.environ.get("UPSTREAM_CLOCK", EVAL_CLOCK)
     os.environ[runs.EPHEMERAL_ENV] = "1"
     try:
-        outcomes = run_case(settings_mod.load(), scenario, "alice")
+        settings = settings_mod.load()
+        scenario = scenario.named_as_in_datahub(renamed_at(settings.dbt_manifest))
+        outcomes = run_case(settings, scenario, "alice")
         results = [result(occ, n, o) for n, (occ, o) in
                    enumerate(zip(scenario.occurrences, outcomes, strict=True), 1)]  # fmt: skip
         return [asdict(r) for r in results], case_record(scenario, outcomes)

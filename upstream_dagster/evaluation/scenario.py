@@ -7,8 +7,9 @@ written the same way.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -259,6 +260,24 @@ class Scenario(_Strict):
                 f = f.model_copy(update={"dataset": self.trigger.dataset})
             out.append(f)
         return out
+
+    def named_as_in_datahub(self, renamed: Mapping[str, str]) -> Scenario:
+        """The case with each dataset it grades by (trigger, symptom, root cause, flaky checks)
+        named as DataHub names it where the case wrote the warehouse's table: a dbt source
+        with ``identifier: fuel_txn_raw`` is ``fuel_events`` in DataHub. ``renamed`` maps
+        DataHub's ``schema.table`` to the warehouse's; faults keep the warehouse's names."""
+        inverse = {table: named for named, table in renamed.items()}
+
+        def walk(node: Any, key: str = "") -> Any:
+            if isinstance(node, dict):
+                return {k: v if k == "faults" else walk(v, k) for k, v in node.items()}
+            if isinstance(node, list):
+                return [walk(v, key) for v in node]
+            if key in ("dataset", "symptom") and isinstance(node, str):
+                return inverse.get(".".join(node.lower().split(".")[-2:]), node)
+            return node
+
+        return Scenario.model_validate(walk(self.model_dump(exclude_unset=True)))
 
     @property
     def symptom(self) -> str | None:

@@ -10,7 +10,6 @@ from typing import Any
 
 from upstream_dagster.reliability.evidence import Hypothesis
 from upstream_dagster.reliability.walk import Investigation, Probe
-from upstream_dagster.spec.urns import relation_of
 
 
 def _q(name: str) -> str:
@@ -80,7 +79,7 @@ def _supports(hyp: Hypothesis, rows: list[Any], claim: dict[str, str], moved: bo
 
 
 def confirm(inv: Investigation, hyp: Hypothesis, probe: Probe) -> list[int]:
-    relation = relation_of(hyp.cause)
+    relation = probe.relation(hyp.cause)
     claim: dict[str, str] = {}
     for i in hyp.cites:
         item = inv.ledger[i]

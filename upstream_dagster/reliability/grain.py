@@ -96,7 +96,7 @@ def duplicates(inv: Investigation, probe: Probe, hyp: Hypothesis, edges: Edges,
     cols = feeding(edges, (symptom, key), hyp.cause)
     if not cols:
         return hyp
-    mine, theirs = relation_of(symptom), relation_of(hyp.cause)
+    mine, theirs = probe.relation(symptom), probe.relation(hyp.cause)
     sql = (
         f"SELECT count(*) FROM ({_dups(mine, key)}) AS s "
         f"JOIN ({_dups(theirs, cols[0])}) AS u ON s.k = u.k"
@@ -176,7 +176,7 @@ def lost_match(inv: Investigation, probe: Probe, hyp: Hypothesis, budget: int) -
     model = inv.views.get(hyp.path[1])
     if model is None or not model.compiled:
         return hyp
-    theirs = relation_of(hyp.cause)
+    theirs = probe.relation(hyp.cause)
     found = join_keys(model.compiled, theirs)
     if found is None:
         return hyp
@@ -214,18 +214,18 @@ def orphans(inv: Investigation, probe: Probe, hyp: Hypothesis, budget: int) -> H
     parent, key = t.input_columns[0]
     if hyp.cause != parent and hyp.cause not in reachable(parent, inv.upstream):
         return hyp
-    child, col = relation_of(t.symptom), t.check.column
+    child, col, mother = probe.relation(t.symptom), t.check.column, probe.relation(parent)
     sql = (
         f"SELECT count(*) FROM {_rel(child)} AS c WHERE c.{_q(col)} IS NOT NULL AND NOT EXISTS "
-        f"(SELECT 1 FROM {_rel(relation_of(parent))} AS p WHERE p.{_q(key)} = c.{_q(col)})"
+        f"(SELECT 1 FROM {_rel(mother)} AS p WHERE p.{_q(key)} = c.{_q(col)})"
     )
-    rows = _ask(inv, probe, hyp, sql, {child, relation_of(parent)}, budget)
+    rows = _ask(inv, probe, hyp, sql, {child, mother}, budget)
     if not rows or not int(str(rows[0][0] or 0)):
         return hyp
     return _cite(
         inv,
         hyp,
-        f"{rows[0][0]} row(s) of {child} lost their parent in {relation_of(parent)}.{key}, on "
+        f"{rows[0][0]} row(s) of {child} lost their parent in {mother}.{key}, on "
         f"the branch {relation_of(hyp.cause)} feeds",
         sql,
     )

@@ -29,6 +29,11 @@ class Probe(Protocol):
 
     def forensic(self, sql: str, relations: set[str]) -> tuple[str | None, list[Any], str]: ...
 
+    def relation(self, urn: str) -> str:
+        """``schema.table`` a forensic query names for the dataset ``urn`` (the warehouse's
+        name for it, which DataHub's can differ from)."""
+        ...
+
     @property
     def reads(self) -> int: ...
 

@@ -129,7 +129,11 @@ def detection_of(settings: Settings) -> Detection | None:
 def plan_inputs(settings: Settings, rejected: frozenset[str]) -> PlanInputs:
     """What the score job plans with, for a reader outside Dagster (the assistant): the
     rejected ids it is given, the dbt model files' authors, the deployment's warehouse."""
-    warehouse = Warehouse(settings.warehouse) if settings.warehouse.exists() else None
+    warehouse = (
+        Warehouse(settings.warehouse, manifest=settings.dbt_manifest)
+        if settings.warehouse.exists()
+        else None
+    )
     authors = git_authors(settings.dbt_source_dir)
     return PlanInputs(rejected, authors, warehouse, detection_of(settings))
 

@@ -118,7 +118,7 @@ def gather(
             warehouse, query_seconds=budgets.query_seconds, query_memory_mb=budgets.query_memory_mb
         )
     forensic = ForensicRecorder(warehouse.forensic if warehouse else _no_warehouse)
-    g = gather_on(recorder, spec, t, forensic)
+    g = gather_on(recorder, spec, t, forensic, warehouse.relation if warehouse else relation_of)
     return replace(g, record=tuple(recorder.reads), forensic=tuple(forensic.entries))
 
 
@@ -126,7 +126,14 @@ def _no_warehouse(sql: str, relations: set[str]) -> tuple[str | None, list[Any],
     return None, [], "no warehouse is configured for forensic queries"
 
 
-def gather_on(graph: MetadataGraph, spec: EstateSpec, t: Triage, forensic: Forensic) -> Gathered:
+def gather_on(
+    graph: MetadataGraph,
+    spec: EstateSpec,
+    t: Triage,
+    forensic: Forensic,
+    relation: Callable[[str], str] = relation_of,
+) -> Gathered:
+    """The walk on ``graph``; ``relation`` names a dataset's table in the warehouse."""
     budgets = spec.policies.reliability.budgets
     w = t.trigger.window
     probe = GraphProbe(
@@ -139,6 +146,7 @@ def gather_on(graph: MetadataGraph, spec: EstateSpec, t: Triage, forensic: Foren
         # of the empty graph of time zero
         w.last_good_ms or w.symptom_ms,
         seed={t.trigger.symptom: t.history},
+        relation=relation,
     )
     inv = investigate(t.trigger, probe, t.memory, budgets.forensic_queries)
     consumers: tuple[str, ...] | None = None  # not read on a warm run
@@ -235,8 +243,10 @@ def recheck(spec: EstateSpec, t: Triage, base: float | None) -> Recheck:
         if monitor is None:
             return False, "the failing assertion is neither a dbt test nor an estate.yaml monitor"
         prev = base if monitor.rule == "null_rate_jump" else None
-        with Warehouse(box.warehouse).connect() as con:
-            obs = measure_urn(con, monitor, t.trigger.symptom, t.trigger.check.column, prev)
+        sandbox = Warehouse(box.warehouse, manifest=box.manifest_path)
+        with sandbox.connect() as con:
+            table = sandbox.relation(t.trigger.symptom)
+            obs = measure_urn(con, monitor, table, t.trigger.check.column, prev)
         verdict = judge(monitor.rule, obs, monitor.threshold)
         return verdict.passed, f"{monitor.name} in the sandbox: {verdict.message}"
 

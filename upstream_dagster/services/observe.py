@@ -33,11 +33,11 @@ from upstream_dagster.spec.urns import (
     entity_type,
     name_matches,
     platform_of,
-    relation_of,
     to_urn,
 )
 from upstream_dagster.warehouse import duckdb_warehouse as wh
 from upstream_dagster.warehouse.duckdb_warehouse import Columns, Warehouse
+from upstream_dagster.warehouse.names import datahub_table, table_name
 
 # dbt meta keys that DataHub's dbt source maps onto aspects (see datahub/ingest.py).
 _META = {"owners": "owner", "domains": "domain", "terms": "terms", "tags": "tier"}
@@ -58,16 +58,13 @@ def manifest_nodes(manifest: dict[str, Any]) -> list[Node]:
     for props in [*manifest["nodes"].values(), *manifest["sources"].values()]:
         if props["resource_type"] not in ("model", "source", "seed"):
             continue
-        # The warehouse table is a source's `identifier` (a model's alias); DataHub's dbt source
-        # names the entity by the alias, else the name, never the identifier.
-        table = props.get("alias") or props.get("identifier") or props["name"]
-        named = props.get("alias") or props["name"]
         meta = {**(props.get("meta") or {}), **((props.get("config") or {}).get("meta") or {})}
         out.append(
             Node(
                 unique_id=str(props["unique_id"]),
-                urn=dbt_urn(props["database"], props["schema"], named),
-                table=f"{props['schema']}.{table}".lower(),
+                # DataHub names a source by its name; the warehouse by its identifier
+                urn=dbt_urn(props["database"], props["schema"], datahub_table(props)),
+                table=table_name(props),
                 meta=tuple(sorted((str(k), str(v)) for k, v in meta.items())),
             )
         )
@@ -122,10 +119,9 @@ def measure(
 
 
 def measure_urn(
-    con: Any, monitor: Monitor, urn: str, column: str | None, prev: float | None
+    con: Any, monitor: Monitor, table: str, column: str | None, prev: float | None
 ) -> Observation:
-    """One monitor measurement of the relation behind a dataset URN (a sandbox re-check)."""
-    table = relation_of(urn)
+    """One monitor measurement of a relation, by name (a sandbox re-check)."""
     return measure(con, wh.relations(con).get(table, []), monitor, table, column, prev)
 
 
@@ -231,13 +227,14 @@ def run_guards(
     with warehouse.connect() as con:
         tables = wh.relations(con)
         for urn, dataset, rule, column in guard_assertions(graph):
-            cols = {c.lower() for c, _ in tables.get(relation_of(dataset), [])}
+            table = warehouse.relation(dataset)
+            cols = {c.lower() for c, _ in tables.get(table, [])}
             present = column.lower() in cols
             if rule == "schema_contract" or not present:
                 ok, message = present, f"column {column} {'present' if present else 'missing'}"
             else:
                 try:
-                    share = wh.null_share(con, relation_of(dataset), column)
+                    share = wh.null_share(con, table, column)
                     ok, message = share == 0, f"{column} is {share:.0%} NULL"
                 except duckdb.Error as exc:
                     ok, message = False, f"the relation would not answer: {str(exc)[:200]}"
@@ -263,7 +260,7 @@ def run_template_checks(
     with warehouse.connect() as con:
         tables = wh.relations(con)
         for urn, dataset, template in found:
-            table = relation_of(dataset)
+            table = warehouse.relation(dataset)
             try:
                 outcome = evaluate_template(con, table, tables.get(table), template, clock.now())
             except duckdb.Error as exc:
@@ -287,7 +284,9 @@ def runnable(warehouse: Warehouse, urns: Sequence[str]) -> frozenset[str]:
     return frozenset(
         u
         for u in urns
-        if entity_type(u) == "dataset" and platform_of(u) in served and relation_of(u) in tables
+        if entity_type(u) == "dataset"
+        and platform_of(u) in served
+        and warehouse.relation(u) in tables
     )
 
 

@@ -21,7 +21,7 @@ import yaml
 
 from upstream_dagster.errors import BuildFailed
 from upstream_dagster.settings import Settings
-from upstream_dagster.warehouse import dbt_worker
+from upstream_dagster.warehouse import dbt_worker, names
 
 IGNORED = shutil.ignore_patterns("target", "logs", "dbt_packages", ".user.yml", "__pycache__")
 
@@ -221,13 +221,18 @@ class DbtProject:
         return {r["unique_id"]: r["status"] for r in json.loads(path.read_text())["results"]}
 
     def node_of(self, relation: str) -> dict[str, Any] | None:
-        """The dbt model or source whose relation is ``schema.table``."""
+        """The dbt model or source DataHub names ``schema.table`` (a source by its name, not
+        its identifier), else the one whose warehouse relation it is."""
         manifest = self.manifest()
-        for props in [*manifest["nodes"].values(), *manifest["sources"].values()]:
-            if props["resource_type"] in ("model", "source", "seed"):
-                name = props.get("alias") or props.get("identifier") or props["name"]
-                if f"{props['schema']}.{name}".lower() == relation:
-                    return dict(props)
+        nodes = [
+            props
+            for props in [*manifest["nodes"].values(), *manifest["sources"].values()]
+            if props["resource_type"] in ("model", "source", "seed")
+        ]
+        for name in (names.datahub_name, names.table_name):
+            found = next((p for p in nodes if name(p) == relation.lower()), None)
+            if found is not None:
+                return dict(found)
         return None
 
 

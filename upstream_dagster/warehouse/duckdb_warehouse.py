@@ -20,7 +20,9 @@ import duckdb
 
 from upstream_dagster.errors import UpstreamError
 from upstream_dagster.reliability.sqlguard import guard
+from upstream_dagster.spec.urns import relation_of
 from upstream_dagster.warehouse import bounded
+from upstream_dagster.warehouse.names import renamed_at
 
 NUMERIC = ("DECIMAL", "INTEGER", "BIGINT", "HUGEINT", "DOUBLE", "FLOAT", "SMALLINT", "TINYINT")
 TEMPORAL = ("DATE", "TIMESTAMP")
@@ -286,12 +288,19 @@ def forensic(
 
 @dataclass(frozen=True)
 class Warehouse:
-    """One warehouse: where it is and the SQL dialect sqlglot reads its queries in."""
+    """One warehouse: where it is, the SQL dialect sqlglot reads its queries in, and the
+    manifest of the dbt project built in it (which says what DataHub names differently)."""
 
     path: Path
     dialect: str = "duckdb"
     query_seconds: float | None = None  # None: QUERY_SECONDS
     query_memory_mb: int | None = None  # None: QUERY_MEMORY_MB
+    manifest: Path | None = None
+
+    def relation(self, urn: str) -> str:
+        """``schema.table`` in this warehouse of the dataset DataHub names ``urn``."""
+        named = relation_of(urn)
+        return renamed_at(self.manifest).get(named, named)
 
     def exists(self) -> bool:
         return self.path.exists()

@@ -35,6 +35,7 @@ from upstream_dagster.reliability.health import (
 )
 from upstream_dagster.reliability.investigate import investigate
 from upstream_dagster.reliability.walk import BudgetExhausted, Trigger, reachable
+from upstream_dagster.spec.urns import relation_of
 
 COLUMN = "c0"
 WINDOW = Window(last_good_ms=1_000, symptom_ms=2_000)
@@ -174,6 +175,9 @@ class BenchProbe:
             self._runs_read = True
         self.hops.append((len(urns), self.reads - before))
         return views
+
+    def relation(self, urn: str) -> str:
+        return relation_of(urn)
 
     def forensic(self, sql: str, relations: set[str]) -> tuple[str | None, list[Any], str]:
         return None, [], "no warehouse in the benchmark"
