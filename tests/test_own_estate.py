@@ -253,3 +253,21 @@ def test_a_feed_landed_under_another_table_name_is_queried_where_it_lives(
     assert "does not exist" not in said and "query_error" not in said, said
     confirmed = [e for e in ledger if e.kind == "forensic" and e.subject == source]
     assert confirmed and "cp_drop_v2" in dict(confirmed[0].detail)["statement"], said
+
+    # a metadata fault naming the warehouse's table lands on DataHub's entity for it
+    from upstream_dagster.datahub import open_graph
+    from upstream_dagster.evaluation.scenario import Fault
+    from upstream_dagster.evaluation.scenario_apply import apply_metadata
+    from upstream_dagster.warehouse.names import renamed_at
+
+    fault = Fault.model_validate(
+        {"kind": "metadata", "relation": "landing.cp_drop_v2", "aspect": "description",
+         "to": "moved by the vendor"}
+    )  # fmt: skip
+    graph = open_graph(settings)
+    try:
+        apply_metadata(graph, [fault], renamed_at(settings.dbt_manifest))
+        aspects = graph.get_aspects([source], ["editableDatasetProperties"])[source]
+    finally:
+        graph.close()
+    assert "moved by the vendor" in str(aspects), aspects

@@ -27,6 +27,7 @@ from upstream_dagster.settings import Settings
 from upstream_dagster.spec.loader import load_estate
 from upstream_dagster.warehouse import duckdb_warehouse as wh
 from upstream_dagster.warehouse.dbt_project import DbtProject
+from upstream_dagster.warehouse.names import renamed_at
 
 
 @dataclass(frozen=True)
@@ -160,9 +161,10 @@ def break_estate(settings: Settings, scenario: Scenario) -> BreakReport:
     flagged = []
     metadata = [f for f in scenario.faults if f.kind == "metadata"]
     if scenario.flaky or metadata:
+        renamed = renamed_at(settings.dbt_manifest)
         with connected(Target.of(settings)) as graph:
-            statements += apply_metadata(graph, metadata)
-            for check in scenario.flaky_checks:
+            statements += apply_metadata(graph, metadata, renamed)
+            for check in scenario.named_as_in_datahub(renamed).flaky_checks:
                 flagged.append(report_flaky(graph, check, clock.observed_ms(), result.run_id))
     (settings.state_dir / "scenario.json").write_text(
         json.dumps({"scenario": scenario.name, "statements": statements}, indent=2)

@@ -5,6 +5,7 @@ in the data (a monitor or a dbt test)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import yaml
@@ -105,12 +106,18 @@ def dataset_urn(graph: MetadataGraph, relation: str) -> str:
     return sorted(found, key=lambda u: ("dataPlatform:dbt" not in u, u))[0]
 
 
-def apply_metadata(graph: MetadataGraph, faults: list[Fault]) -> list[str]:
-    """Each metadata fault written into DataHub: nothing in the warehouse changes."""
+def apply_metadata(
+    graph: MetadataGraph, faults: list[Fault], renamed: Mapping[str, str]
+) -> list[str]:
+    """Each metadata fault written into DataHub: nothing in the warehouse changes. A fault
+    naming the warehouse's table of a node DataHub names otherwise (``renamed``: DataHub's
+    name -> the table) lands on DataHub's entity."""
+    inverse = {table: named for named, table in renamed.items()}
     done = []
     for f in faults:
         kind, shape = _METADATA[str(f.aspect)]
-        urn = dataset_urn(graph, f.table)
+        table = ".".join(f.table.lower().split(".")[-2:])
+        urn = dataset_urn(graph, inverse.get(table, f.table))
         written = changes.apply(graph, urn, Change(kind, (shape.format(f.to),)))  # type: ignore[arg-type]
         failed = [w.receipt.detail for w in written if not w.receipt.written]
         if failed:
