@@ -19,7 +19,12 @@ from upstream_dagster.conformance.plan import Plan
 from upstream_dagster.conformance.score import Dial
 from upstream_dagster.definitions import CORE_JOBS, build, core
 from upstream_dagster.defs import journal, launch, progress
-from upstream_dagster.defs.estate_jobs import ESTATE_JOBS, REBUILD_TAG, REFRESH_JOB
+from upstream_dagster.defs.estate_jobs import (
+    ESTATE_JOBS,
+    REBUILD_TAG,
+    REFRESH_JOB,
+    SOURCE_TESTS_TAG,
+)
 from upstream_dagster.defs.estate_jobs import OUTCOME as BUILD_OUTCOME
 from upstream_dagster.defs.instance import EPHEMERAL_ENV as EPHEMERAL_ENV
 from upstream_dagster.defs.instance import dagster_instance as dagster_instance
@@ -149,6 +154,8 @@ def run_job(
         rebuild = rebuilds.plan(settings, job, selection) if refresh else None
         if rebuild is not None:
             job, selection, tags[REBUILD_TAG] = rebuilds.subset(job, rebuild), None, rebuild.select
+            if rebuild.source_tests:
+                tags[SOURCE_TESTS_TAG] = " ".join(rebuild.source_tests)
     # The command line shows warnings only; the full log is in the Dagster UI for every run.
     # A loud build failure the caller expects is reported by the caller, not as a traceback.
     level = "CRITICAL" if loud_build_ok else "WARNING"

@@ -25,6 +25,7 @@ from upstream_dagster.defs.estate_jobs import (
     PROFILES,
     RAW_FEEDS,
     REFRESH,
+    SOURCE_TESTS_TAG,
     estate_build_job,
     estate_refresh_job,
 )
@@ -208,7 +209,11 @@ def estate_defs(
     def estate_dbt(
         context: dg.AssetExecutionContext, dbt: DbtCliResource, upstream: UpstreamResource
     ) -> Iterator[Any]:
-        invocation = dbt.cli(["build"], context=context, raise_on_error=False)
+        # a refresh's subset, with the tests on the sources it changed (dagster-dbt adds them
+        # to the selection it makes; they are not Dagster checks, so it would leave them out)
+        tests = context.run.tags.get(SOURCE_TESTS_TAG, "").split()
+        args = ["build", *(["--select", " ".join(tests)] if tests else [])]
+        invocation = dbt.cli(args, context=context, raise_on_error=False)
         done: set[dg.AssetKey] = set()
         for event in invocation.stream():
             key = getattr(event, "asset_key", None)

@@ -12,6 +12,8 @@ OUTCOME = "build_outcome"
 REFRESH_JOB = "estate_refresh"
 ESTATE_JOBS = ("estate_build", REFRESH_JOB)  # they build dbt: a record of what they built
 REBUILD_TAG = "upstream/rebuilt"  # a refresh's dbt selection, e.g. "source:shop.orders+"
+# the tests on a refresh's changed sources (dbt's selection of the models below leaves them out)
+SOURCE_TESTS_TAG = "upstream/source_tests"
 # everything up to the build's outcome; the refresh leaves the raw feeds as they are now
 BUILD = dg.AssetSelection.assets(OUTCOME).upstream().materializable()
 REFRESH = BUILD - dg.AssetSelection.groups(RAW_FEEDS)

@@ -29,6 +29,7 @@ class Rebuild:
     changed: set[str]  # the dbt nodes that differ from the last build
     select: str  # the same as dbt's selection syntax
     checks: frozenset[dg.AssetCheckKey] = frozenset()  # the checks the refresh runs
+    source_tests: tuple[str, ...] = ()  # dbt tests on changed sources (no Dagster check)
 
 
 def plan(
@@ -59,6 +60,7 @@ def plan(
         changed,
         built_state.dbt_select(manifest, changed),
         checks,
+        tuple(built_state.source_tests(manifest, changed)),
     )
 
 

@@ -91,6 +91,24 @@ def _macro_users(manifest: dict[str, Any], before: dict[str, str]) -> set[str] |
     return {u for u, used in uses.items() if set(used) & bad}
 
 
+def source_tests(manifest: dict[str, Any], changed: Iterable[str]) -> list[str]:
+    """The dbt tests that read a changed source, or only sources and the clock, as dbt's
+    selection names them (``project.path.test_name``). Selecting the models below a changed
+    source leaves them out (dbt picks a test through its models, and a source builds nothing),
+    yet their verdict may change: a full build runs them first."""
+    sources = set(manifest.get("sources") or {})
+    moved = sources & set(changed)
+    clocked = reads_clock(manifest)
+    out = []
+    for uid, props in manifest["nodes"].items():
+        if props["resource_type"] != "test":
+            continue
+        parents = set((props.get("depends_on") or {}).get("nodes") or [])
+        if parents & moved or (parents and parents <= sources and uid in clocked):
+            out.append(".".join(props["fqn"]))
+    return sorted(out)
+
+
 def reads_clock(manifest: dict[str, Any]) -> set[str]:
     """The nodes (models, snapshots, tests) whose code reads the clock, directly or through
     a macro they call (dbt's own ``current_timestamp()`` included)."""
