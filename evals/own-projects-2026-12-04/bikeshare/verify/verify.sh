@@ -7,7 +7,7 @@ set -euo pipefail
 HERE=$(cd "$(dirname "$0")/.." && pwd)
 PY=${1:-/work/main/.venv/bin/python}
 DBT=${2:-/work/main/.venv/bin/dbt}
-P=$HERE/project
+P=$HERE  # the project is this folder
 W=/tmp/blind-renamed-2026-12-04/warehouse      # profiles.yml's DuckDB path lives here
 mkdir -p "$W"
 rm -f "$W/bikeshare.duckdb"
