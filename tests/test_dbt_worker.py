@@ -248,6 +248,17 @@ LONG = (  # seconds of DuckDB work
 )
 
 
+def _long_build(project: DbtProject) -> subprocess.Popen[bytes]:
+    """`upstream-dbt build` of the project with the long model, its output piped as JSON."""
+    return subprocess.Popen(
+        [str(dbt_worker.SHIM), "build"],
+        cwd=project.project_dir,
+        env={**project.env(), "DBT_LOG_FORMAT": "json"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+
+
 @pytest.mark.slow
 def test_an_interrupted_build_is_cancelled_in_the_worker_and_the_next_one_runs(
     project: DbtProject,
@@ -258,22 +269,29 @@ def test_an_interrupted_build_is_cancelled_in_the_worker_and_the_next_one_runs(
     warehouse), and the next build runs."""
     (project.project_dir / "models" / "long.sql").write_text(LONG)
     dbt_worker.listen()
-    shim = subprocess.Popen(
-        [str(dbt_worker.SHIM), "build"],
-        cwd=project.project_dir,
-        env={**project.env(), "DBT_LOG_FORMAT": "json"},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-    )
-    assert shim.stdout is not None
-    for line in shim.stdout:  # dbt started the long model in the worker
-        if b'"LogStartLine"' in line and b"main.long" in line:
-            break
+    # a worker started by a process that ignores SIGINT (`make test` run in the background, or
+    # under nohup, as CI may) inherits that; the interrupt the shim forwards must still stop it
+    if dbt_worker._worker is not None:
+        dbt_worker._worker.close()
+        dbt_worker._worker = None
+    before = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:  # until the worker is started (when the shim asks for it)
+        shim = _long_build(project)
+        assert shim.stdout is not None
+        seen = b""
+        for line in shim.stdout:  # dbt started the long model in the worker
+            seen += line
+            if b'"LogStartLine"' in line and b"main.long" in line:
+                break
+        else:
+            pytest.fail(f"the build ended before the long model started: {seen[-3000:]!r}")
+    finally:
+        signal.signal(signal.SIGINT, before)
     worker = dbt_worker._worker
     assert worker is not None
     shim.send_signal(signal.SIGINT)
     rest = shim.stdout.read()
-    assert shim.wait(timeout=300) == 2
+    assert shim.wait(timeout=300) == 2, (worker.proc.pid, seen[-1500:], rest[-3000:])
     assert b'"LogCancelLine"' in rest and b"model.p.long" in rest, rest[-2000:]
     assert worker.proc.wait(timeout=60) == 0  # gone, the warehouse with it
     (project.project_dir / "models" / "long.sql").unlink()

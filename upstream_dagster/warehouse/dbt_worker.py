@@ -33,6 +33,7 @@ import atexit
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -289,6 +290,10 @@ def run_here(commands: list[list[str]]) -> int:
 def _serve(answers: IO[str]) -> None:
     from dbt.cli.main import dbtRunner
 
+    # An interrupt the shim forwards (dagster-dbt's, on a terminated run) stops the command,
+    # whatever this process inherited: started from a process that ignores SIGINT (a
+    # background job, `nohup`, CI), Python would leave it ignored and dbt would run on.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     for line in sys.stdin:
         request: dict[str, Any] = json.loads(line)
         os.chdir(request["cwd"])
