@@ -22,6 +22,7 @@ from upstream_dagster.services.templates import evaluate_template, learn
 from upstream_dagster.spec.models import Monitor
 from upstream_dagster.spec.urns import relation_of
 from upstream_dagster.warehouse import duckdb_warehouse as wh
+from upstream_dagster.warehouse.names import in_warehouse
 
 Failing = frozenset[str]
 BaseKey = tuple[str, str, str | None]  # (monitor, relation, column)
@@ -67,8 +68,7 @@ class Watch:
     renamed: tuple[tuple[str, str], ...] = ()  # DataHub's schema.table -> the warehouse's
 
     def table(self, dataset: str) -> str:
-        named = relation_of(dataset)
-        return dict(self.renamed).get(named, named)
+        return in_warehouse(dataset, dict(self.renamed))
 
     def observed(self, warehouse: Path) -> Watch:
         """This watch with the clean observations (the previous run's, for each monitor)."""

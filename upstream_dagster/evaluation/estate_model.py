@@ -16,10 +16,10 @@ from upstream_dagster.datahub.probe import GraphProbe
 from upstream_dagster.reliability.health import Window
 from upstream_dagster.reliability.walk import reachable
 from upstream_dagster.settings import Settings
-from upstream_dagster.spec.urns import entity_type, relation_of
+from upstream_dagster.spec.urns import entity_type
 from upstream_dagster.warehouse import duckdb_warehouse as wh
 from upstream_dagster.warehouse.dbt_project import DbtProject
-from upstream_dagster.warehouse.names import renamed_at
+from upstream_dagster.warehouse.names import in_warehouse, renamed_at
 
 ColumnEdge = tuple[tuple[str, str], tuple[str, str]]
 
@@ -48,8 +48,7 @@ class Estate:
 
     def relation(self, urn: str) -> str:
         """The warehouse's ``schema.table`` of the dataset DataHub names ``urn``."""
-        named = relation_of(urn)
-        return self.renamed.get(named, named)
+        return in_warehouse(urn, self.renamed)
 
     def candidates(self) -> list[str]:
         """Relations whose fault can reach a check: a checked one, or one upstream of it."""
@@ -116,8 +115,7 @@ def read_estate(settings: Settings) -> Estate:
     renamed = dict(renamed_at(settings.dbt_manifest))
 
     def rel(urn: str) -> str:
-        named = relation_of(urn)
-        return renamed.get(named, named)
+        return in_warehouse(urn, renamed)
 
     with connected(Target.of(settings)) as graph:
         edges = graph.lineage_edges()

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from upstream_dagster.errors import UpstreamError
 from upstream_dagster.evaluation.scenario_sql import condition, join_on, sql_type, value
 from upstream_dagster.spec.reading import Limit, read_yaml
+from upstream_dagster.warehouse.names import in_datahub
 
 FaultKind = Literal[
     "rename_column",
@@ -266,7 +267,6 @@ class Scenario(_Strict):
         named as DataHub names it where the case wrote the warehouse's table: a dbt source
         with ``identifier: fuel_txn_raw`` is ``fuel_events`` in DataHub. ``renamed`` maps
         DataHub's ``schema.table`` to the warehouse's; faults keep the warehouse's names."""
-        inverse = {table: named for named, table in renamed.items()}
 
         def walk(node: Any, key: str = "") -> Any:
             if isinstance(node, dict):
@@ -274,7 +274,7 @@ class Scenario(_Strict):
             if isinstance(node, list):
                 return [walk(v, key) for v in node]
             if key in ("dataset", "symptom") and isinstance(node, str):
-                return inverse.get(".".join(node.lower().split(".")[-2:]), node)
+                return in_datahub(node, renamed)
             return node
 
         return Scenario.model_validate(walk(self.model_dump(exclude_unset=True)))

@@ -20,6 +20,7 @@ from upstream_dagster.errors import UpstreamError
 from upstream_dagster.evaluation.scenario import Fault, Flaky
 from upstream_dagster.spec.urns import name_matches, relation_of
 from upstream_dagster.warehouse.dbt_project import DbtProject
+from upstream_dagster.warehouse.names import in_datahub
 
 # metadata aspect -> (the change's kind, how its value is written)
 _METADATA = {
@@ -112,12 +113,10 @@ def apply_metadata(
     """Each metadata fault written into DataHub: nothing in the warehouse changes. A fault
     naming the warehouse's table of a node DataHub names otherwise (``renamed``: DataHub's
     name -> the table) lands on DataHub's entity."""
-    inverse = {table: named for named, table in renamed.items()}
     done = []
     for f in faults:
         kind, shape = _METADATA[str(f.aspect)]
-        table = ".".join(f.table.lower().split(".")[-2:])
-        urn = dataset_urn(graph, inverse.get(table, f.table))
+        urn = dataset_urn(graph, in_datahub(f.table, renamed))
         written = changes.apply(graph, urn, Change(kind, (shape.format(f.to),)))  # type: ignore[arg-type]
         failed = [w.receipt.detail for w in written if not w.receipt.written]
         if failed:

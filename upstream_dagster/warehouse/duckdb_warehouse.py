@@ -20,9 +20,8 @@ import duckdb
 
 from upstream_dagster.errors import UpstreamError
 from upstream_dagster.reliability.sqlguard import guard
-from upstream_dagster.spec.urns import relation_of
 from upstream_dagster.warehouse import bounded
-from upstream_dagster.warehouse.names import renamed_at
+from upstream_dagster.warehouse.names import in_warehouse, renamed_at
 
 NUMERIC = ("DECIMAL", "INTEGER", "BIGINT", "HUGEINT", "DOUBLE", "FLOAT", "SMALLINT", "TINYINT")
 TEMPORAL = ("DATE", "TIMESTAMP")
@@ -299,8 +298,7 @@ class Warehouse:
 
     def relation(self, urn: str) -> str:
         """``schema.table`` in this warehouse of the dataset DataHub names ``urn``."""
-        named = relation_of(urn)
-        return renamed_at(self.manifest).get(named, named)
+        return in_warehouse(urn, renamed_at(self.manifest))
 
     def exists(self) -> bool:
         return self.path.exists()

@@ -15,6 +15,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from upstream_dagster.spec.urns import relation_of
+
 
 def datahub_table(props: Mapping[str, Any]) -> str:
     """The last part of the name DataHub's dbt source gives a manifest node, as dbt spells it."""
@@ -41,6 +43,19 @@ def renamed(manifest: Mapping[str, Any]) -> dict[str, str]:
             if named != table:
                 out[named] = table
     return out
+
+
+def in_warehouse(urn: str, renamed: Mapping[str, str]) -> str:
+    """The warehouse's ``schema.table`` of the dataset DataHub names ``urn``."""
+    named = relation_of(urn)
+    return renamed.get(named, named)
+
+
+def in_datahub(relation: str, renamed: Mapping[str, str]) -> str:
+    """DataHub's ``schema.table`` for a relation named as the warehouse holds it (``relation``
+    itself when DataHub names it the same)."""
+    inverse = {table: named for named, table in renamed.items()}
+    return inverse.get(".".join(relation.lower().split(".")[-2:]), relation)
 
 
 @lru_cache(maxsize=8)
