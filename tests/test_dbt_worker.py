@@ -4,13 +4,17 @@ free for other processes after each command; a worker that dies is replaced."""
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import queue
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 from pathlib import Path
 
 import duckdb
@@ -242,10 +246,52 @@ def test_dagster_dbts_builds_run_in_the_worker_and_answer_as_the_cli(project: Db
         assert alone.process.returncode == 1 and _pids(lines) == {alone.process.pid}
 
 
-LONG = (  # seconds of DuckDB work
-    "{{ config(materialized='table') }}"
-    "select count(*) as c from range(2000000000) t(i) where (i * 7919) % 104729 = 3"
-)
+def _held_model(project: DbtProject) -> Path:
+    """A model whose query waits, using no CPU, until the test writes to a named pipe it reads
+    (a query that computes for seconds took a core from every other test, and had to be long
+    enough to still be running when the interrupt arrived)."""
+    pipe = project.project_dir / "held.csv"
+    os.mkfifo(pipe)
+    (project.project_dir / "models" / "long.sql").write_text(
+        "{{ config(materialized='table') }}"
+        f"select count(*) as c from read_csv('{pipe}', header = true)"
+    )
+    return pipe
+
+
+def _reading(pipe: Path, build: subprocess.Popen[bytes]) -> int:
+    """The pipe's write end, once DuckDB has it open for reading: the model's query is running
+    (opened without a reader, a pipe says ENXIO; the deadline only stops a hung test)."""
+    deadline = time.monotonic() + 300
+    while True:
+        try:
+            return os.open(pipe, os.O_WRONLY | os.O_NONBLOCK)
+        except OSError as no_reader:
+            if no_reader.errno != errno.ENXIO:
+                raise
+        assert build.poll() is None, "the build ended before its query read the pipe"
+        assert time.monotonic() < deadline, "the long model's query never read the pipe"
+        time.sleep(0.05)
+
+
+def _drain(build: subprocess.Popen[bytes], lines: queue.Queue[bytes], output: list[bytes]) -> None:
+    for line in build.stdout or ():
+        output.append(line)
+        lines.put(line)
+
+
+def _until_line(lines: queue.Queue[bytes], *has: bytes) -> None:
+    """Wait for a line of the build's output that holds every one of ``has`` (the deadline only
+    stops a hung test)."""
+    seen = b""
+    while True:
+        try:
+            line = lines.get(timeout=300)
+        except queue.Empty:
+            pytest.fail(f"no line with {has} in the build's output: {seen[-3000:]!r}")
+        seen += line
+        if all(h in line for h in has):
+            return
 
 
 def _long_build(project: DbtProject) -> subprocess.Popen[bytes]:
@@ -267,7 +313,7 @@ def test_an_interrupted_build_is_cancelled_in_the_worker_and_the_next_one_runs(
     running the command is interrupted as the CLI would be (dbt cancels the model's query), the
     command ends as dbt's does when it could not finish, the worker exits (freeing the
     warehouse), and the next build runs."""
-    (project.project_dir / "models" / "long.sql").write_text(LONG)
+    pipe = _held_model(project)
     dbt_worker.listen()
     # a worker started by a process that ignores SIGINT (`make test` run in the background, or
     # under nohup, as CI may) inherits that; the interrupt the shim forwards must still stop it
@@ -277,26 +323,29 @@ def test_an_interrupted_build_is_cancelled_in_the_worker_and_the_next_one_runs(
     before = signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:  # until the worker is started (when the shim asks for it)
         shim = _long_build(project)
-        assert shim.stdout is not None
-        seen = b""
-        for line in shim.stdout:  # dbt started the long model in the worker
-            seen += line
-            if b'"LogStartLine"' in line and b"main.long" in line:
-                break
-        else:
-            pytest.fail(f"the build ended before the long model started: {seen[-3000:]!r}")
+        lines: queue.Queue[bytes] = queue.Queue()  # read as it comes: a full pipe would stall dbt
+        output: list[bytes] = []
+        reader = threading.Thread(target=_drain, args=(shim, lines, output), daemon=True)
+        reader.start()
+        held = _reading(pipe, shim)  # the model's query is running, waiting on the pipe
     finally:
         signal.signal(signal.SIGINT, before)
     worker = dbt_worker._worker
     assert worker is not None
     shim.send_signal(signal.SIGINT)
-    rest = shim.stdout.read()
-    assert shim.wait(timeout=300) == 2, (worker.proc.pid, seen[-1500:], rest[-3000:])
-    assert b'"LogCancelLine"' in rest and b"model.p.long" in rest, rest[-2000:]
+    try:  # dbt cancels the model's query, then waits for it: only then is the query let go
+        _until_line(lines, b'"LogCancelLine"', b"model.p.long")
+    finally:
+        os.write(held, b"c\n1\n")
+        os.close(held)
+    code = shim.wait(timeout=300)
+    reader.join(timeout=60)
+    assert code == 2, (worker.proc.pid, b"".join(output)[-3000:])
     assert worker.proc.wait(timeout=60) == 0  # gone, the warehouse with it
     (project.project_dir / "models" / "long.sql").unlink()
     again = project.run("build")
     assert again.returncode == 0 and "PASS=2" in again.stdout, again.stdout
+    assert "long" not in again.stdout  # the next build is the project's own, nothing held
 
 
 def test_a_listener_folder_left_by_a_process_that_is_gone_is_removed() -> None:
