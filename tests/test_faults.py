@@ -198,6 +198,9 @@ def test_the_scenario_language_says_what_real_incidents_do(con: duckdb.DuckDBPyC
             {"kind": "delete_rows", "through": {"relation": "a.b", "on": "x;y", "where": "1=1"}},
             "must name a column",
         ),
+        ({"kind": "null_column", "column": '"user"'}, "without quotes"),
+        ({"kind": "null_column", "column": "user\n"}, "without quotes"),
+        ({"kind": "rename_column", "column": "user", "to": " user"}, "rename target"),
     ],
 )
 def test_a_fault_that_cannot_be_run_safely_is_refused_and_says_why(
@@ -205,3 +208,29 @@ def test_a_fault_that_cannot_be_run_safely_is_refused_and_says_why(
 ) -> None:
     with pytest.raises(ValidationError, match=message):
         fault(**bad)
+
+
+def test_a_feed_whose_columns_need_quoting_takes_faults_on_them() -> None:
+    """Columns named by a reserved word, with a space, a dash or an accent, in a mixed-case
+    table, as the warehouse names them (a case names them so): each fault's statements run on
+    them, and a row selection over the mixed-case table is checked against that table."""
+    con = duckdb.connect()
+    con.execute('create schema ils; create table ils."Loans" as select range as "user", '
+                'range * 0.25 as "late fee", DATE \'2026-11-01\' + range::INT as "due-date", '
+                "1990 + range as année from range(40)")  # fmt: skip
+    cols = [(d[0], "X") for d in con.execute('select * from ils."Loans"').description]
+    for kind, column, extra in [
+        ("null_column", "user", {"where": '"late fee" > 5'}),
+        ("scale_values", "late fee", {"factor": 100, "where": "année < 2000"}),
+        ("rename_column", "due-date", {"to": "due date"}),
+        ("null_column", "année", {"fraction": 0.5}),
+    ]:
+        f = Fault.model_validate({"relation": "ils.Loans", "kind": kind, "column": column, **extra})
+        for statement in fault_sql(f, cols, NOW):
+            con.execute(statement)
+        cols = [(d[0], "X") for d in con.execute('select * from ils."Loans"').description]
+    assert [c for c, _ in cols] == ["user", "late fee", "due date", "année"]
+    nulls, top_fee = con.execute(
+        'select count(*) - count("user"), max("late fee") from ils."Loans"'
+    ).fetchone() or (0, 0)
+    assert nulls == 19 and top_fee == 225  # rows 21..39 lost their user; fees before 2000 x100

@@ -287,3 +287,24 @@ def test_a_feed_landed_under_another_table_name_is_queried_where_it_lives(
     finally:
         graph.close()
     assert source in failed, failed
+
+    # a column that needs quoting ("Card Type"): dbt names it with its quotes in its test, and
+    # DataHub's dbt source copies them into the assertion's field; the check is on the column
+    # the schema holds, so its lineage is walked to the feed
+    from upstream_dagster import healing
+
+    healing.heal(settings)
+    quoted = Scenario.model_validate(
+        {
+            "name": "card_type_nulls",
+            "faults": [{"kind": "null_column", "relation": "landing.cp_drop_v2",
+                        "column": "Card Type", "fraction": 0.3}],
+            "trigger": {"dataset": "main.stg_payments", "check": "not_null"},
+            "expect": {"root_cause": {"dataset": "landing.cp_drop_v2", "column": "Card Type"}},
+        }
+    )  # fmt: skip
+    (outcome,) = run_scenario(settings, quoted, "alice")
+    assert outcome.verdict.check.column == "Card Type", outcome.verdict.check
+    graded = result(quoted.named_as_in_datahub({"landing.card_payments": "landing.cp_drop_v2"}),
+                    1, outcome)  # fmt: skip
+    assert graded.top_right, graded

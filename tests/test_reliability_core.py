@@ -284,6 +284,18 @@ def test_the_rename_patch_prefers_the_new_name_and_applies_with_git(tmp_path: Pa
     assert "}} as acct_status," in (
         rewrite_model(bare, "acct_status", "account_status", "source('crm', 'accounts')") or ""
     )
+    # a column that needs quoting: the quoted reference is rewritten and the chosen name
+    # quoted as the adapter quotes; the output keeps its name; unquoted, `due-date` is a
+    # subtraction, and a string that spells the name is text
+    quoted = (
+        'select\n    "due-date",\n    l."due-date" - 1 as d,\n    due-date,\n'
+        "    '\"due-date\"' as s\nfrom l\n"
+    )
+    pick = "adapter.quote(upstream_renamed_column(source('ils', 'loans'), 'due_date', 'due-date'))"
+    assert rewrite_model(quoted, "due-date", "due_date", "source('ils', 'loans')") == (
+        f'select\n    {{{{ {pick} }}}} as "due-date",\n    l.{{{{ {pick} }}}} - 1 as d,\n'
+        "    due-date,\n    '\"due-date\"' as s\nfrom l\n"
+    )
     (tmp_path / "models").mkdir()
     (tmp_path / "models/stg_accounts.sql").write_text(model)
     fix = remedy(
@@ -366,6 +378,19 @@ def test_a_checks_column_is_read_from_every_kind_of_datahub_assertion() -> None:
     two = {"type": "DATASET", "datasetAssertion": {"dataset": ds, "fields": [field_urn, "b"]}}
     assert assertion_column(table) is None and assertion_column(two) is None
     assert assertion_columns(two) == ["amount_due", "b"]
+    # a dbt test of a `quote: true` column: dbt keeps the adapter's quotes in its column_name
+    # and DataHub's dbt source copies them into the field; the schema holds the bare name
+    for written, named in [
+        ('"home branch"', "home branch"),
+        ("`Amount`", "Amount"),
+        ('"say ""hi"""', 'say "hi"'),
+        ('""', '""'),
+        ("plain", "plain"),
+    ]:
+        quoted = {
+            "customAssertion": {"entity": ds, "field": f"urn:li:schemaField:({ds},{written})"}
+        }
+        assert assertion_column(quoted) == named, written
 
 
 def test_a_change_seen_on_the_warehouse_twin_counts_once_at_its_first_sighting() -> None:

@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from upstream_dagster.datahub.aspects import BUILD_PROPERTY
 from upstream_dagster.datahub.model import Json, SearchQuery
 from upstream_dagster.datahub.protocol import MetadataGraph
-from upstream_dagster.spec.urns import field_path
+from upstream_dagster.spec.urns import field_path, unquoted
 
 
 def assertion_label(info: Json) -> str:
@@ -61,7 +61,8 @@ def assertee(info: Json) -> str | None:
 def assertion_columns(info: Json) -> list[str]:
     """The columns an assertion checks, wherever its kind keeps them: a custom (dbt) assertion's
     ``field``, a field assertion's ``field.path``, a column-scoped dataset assertion's
-    ``fields`` (Great Expectations, older dbt sources). Paths, not schemaField URNs."""
+    ``fields`` (Great Expectations, older dbt sources). Paths, not schemaField URNs, named as
+    the schema names them (a dbt test of a quoted column keeps its quotes)."""
     found: list[str] = []
     custom = info.get("customAssertion") or {}
     if custom.get("field"):
@@ -72,7 +73,7 @@ def assertion_columns(info: Json) -> list[str]:
         if path:
             found.append(str(path))
     found += [field_path(str(f)) for f in (info.get("datasetAssertion") or {}).get("fields") or []]
-    return list(dict.fromkeys(found))
+    return list(dict.fromkeys(unquoted(c) for c in found))
 
 
 def assertion_column(info: Json) -> str | None:

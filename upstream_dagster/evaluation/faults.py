@@ -79,7 +79,9 @@ def _rows(fault: Fault, cols: Columns, now: datetime, sample: str = "rowid") -> 
         conds.append(f"({sample} % 100) < {max(1, round(fault.fraction * 100))}")
     conds += _time_conditions(fault, cols, now)
     if fault.where:
-        _guarded(f"SELECT * FROM {fault.table} WHERE {fault.where}", fault.table, fault)
+        _guarded(
+            f"SELECT * FROM {rel(fault.table)} WHERE {fault.where}", fault.table.lower(), fault
+        )
         conds.append(f"({condition(fault.where)})")
     if fault.through is not None:
         t = fault.through

@@ -7,6 +7,7 @@ written the same way.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
@@ -46,6 +47,18 @@ SCENARIO_LIMITS = tuple(
     for at in (("faults",), ("recurrence", "faults"))
 )
 _RELATION = r"^[A-Za-z0-9_]+(\.[A-Za-z0-9_]+){1,2}$"
+# a column as the warehouse names it: a reserved word, mixed case, a space, a dash, an accent
+# (the fault's SQL quotes it); never its quotes, a control character or an edge space
+_COLUMN = re.compile(r"^[^\x00-\x1f\x7f\"`\s]([^\x00-\x1f\x7f\"`]*[^\x00-\x1f\x7f\"`\s])?$")
+
+
+def column_name(text: str, what: str = "column") -> str:
+    if not _COLUMN.fullmatch(text):
+        raise ValueError(
+            f"{what} {text!r}: write the column as the warehouse names it, without quotes, "
+            "control characters or spaces at its ends (the fault's SQL quotes it)"
+        )
+    return text
 
 
 class _Strict(BaseModel):
@@ -88,7 +101,7 @@ _NEEDS = {
 class Fault(_Strict):
     kind: FaultKind
     relation: str = Field(pattern=_RELATION)
-    column: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_]+$")
+    column: str | None = Field(default=None, max_length=128, description="as the table names it")
     to: str | None = Field(
         default=None, description="new name (rename), type (change_type), metadata value"
     )
@@ -114,8 +127,10 @@ class Fault(_Strict):
             raise ValueError(f"a {self.kind} fault's hours must be more than 0")
         if self.hours == 0:
             raise ValueError("a shift_time of 0 hours changes nothing: give it hours (+ or -)")
-        if self.kind == "rename_column" and self.to and not self.to.replace("_", "").isalnum():
-            raise ValueError(f"rename target {self.to!r} must be a plain column name")
+        if self.column is not None:
+            column_name(self.column)
+        if self.kind == "rename_column" and self.to:
+            column_name(self.to, "rename target")
         if self.kind == "change_type" and self.to:
             sql_type(self.to)
         if self.value is not None:

@@ -18,7 +18,7 @@ from upstream_dagster.datahub.protocol import MetadataGraph
 from upstream_dagster.datahub.signals import report_run
 from upstream_dagster.errors import UpstreamError
 from upstream_dagster.evaluation.scenario import Fault, Flaky
-from upstream_dagster.spec.urns import name_matches, relation_of
+from upstream_dagster.spec.urns import name_matches, relation_of, unquoted
 from upstream_dagster.warehouse.dbt_project import DbtProject
 from upstream_dagster.warehouse.names import in_datahub
 
@@ -74,8 +74,8 @@ def set_warn(project: DbtProject, names: list[str]) -> list[str]:
             if m.get("name") != model:
                 continue
             for col in m.get("columns") or []:
-                if col.get("name") != column:
-                    continue
+                if unquoted(str(col.get("name"))) != unquoted(str(column)):
+                    continue  # a `quote: true` column: its tests name it with its quotes
                 for key in ("data_tests", "tests"):
                     if key in col:
                         col[key] = [_warn_entry(e, test) for e in col[key]]

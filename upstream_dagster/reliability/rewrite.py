@@ -4,8 +4,10 @@ new name and falls back to the old one, decided when dbt compiles against the li
 
 Understood: the column passed by name to a Jinja call (a tolerant staging macro), and the column
 as an identifier anywhere in the SQL (a select item, inside an expression, a filter, a join
-condition), qualified or not. Quoted text, quoted identifiers, comments, Jinja and the names
-after AS are left alone; a select item that was the bare column keeps its output name.
+condition), qualified or not, bare or double-quoted (a reserved word, mixed case, a space or a
+dash: the chosen name is then quoted as the adapter quotes). Quoted text, other quoted
+identifiers, comments, Jinja and the names after AS are left alone; a select item that was the
+bare column keeps its output name.
 """
 
 from __future__ import annotations
@@ -40,26 +42,54 @@ def _in_calls(text: str, old: str, choice: str) -> str:
     return out
 
 
+_PLAIN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# what may qualify a column: ``t.`` or ``"t".``
+_QUALIFIER = re.compile(r'(?:[A-Za-z_][A-Za-z0-9_]*|"(?:[^"]|"")*")\.$')
+
+
+def _output_kept(text: str, start: int, end: int) -> bool:
+    """Whether the reference at ``text[start:end]`` is a whole select item (its name is then
+    the output column's, and must stay)."""
+    line_start = text.rfind("\n", 0, start) + 1
+    line_end = text.find("\n", end)
+    rest = text[end : line_end if line_end >= 0 else len(text)]
+    head = _QUALIFIER.sub("", text[line_start:start].rstrip())
+    bare = not head.strip() or head.strip().lower() in ("select", "select distinct")
+    return bare and re.fullmatch(r"\s*,?\s*", rest) is not None
+
+
+def _quoted(text: str, m: re.Match[str], old: str, choice: str) -> str | None:
+    """A double-quoted identifier naming ``old`` (DuckDB matches names in any case), rewritten."""
+    found = m.group(0)
+    if len(found) < 3 or found[0] != '"' or found[1:-1].replace('""', '"').lower() != old.lower():
+        return None
+    if re.search(r"(?i)\bas$", text[: m.start()].rstrip()):
+        return None  # an output name, not a reference
+    ref = f"{{{{ adapter.quote({choice}) }}}}"
+    return f"{ref} as {found}" if _output_kept(text, m.start(), m.end()) else ref
+
+
 def _in_sql(text: str, old: str, choice: str) -> str:
-    """Every identifier ``old`` in the SQL outside what `_SKIP` matches."""
+    """Every identifier ``old`` in the SQL outside what `_SKIP` matches, and every quoted one."""
     word = re.compile(
         r"(?<![A-Za-z0-9_$.\"])((?:[A-Za-z_][A-Za-z0-9_]*\.)?)"
         + re.escape(old)
         + r"(?![A-Za-z0-9_$(])",
         re.I,
     )
-    pieces, last = [], 0
+    plain = _PLAIN.fullmatch(old) is not None  # `due-date` unquoted is a subtraction
+    out, last = [], 0
     for m in _SKIP.finditer(text):
-        pieces.append((text[last : m.start()], True))
-        pieces.append((m.group(0), False))
+        chunk = text[last : m.start()]
+        out.append(
+            word.sub(partial(_replace, chunk, old=old, choice=choice), chunk) if plain else chunk
+        )
+        out.append(_quoted(text, m, old, choice) or m.group(0))
         last = m.end()
-    pieces.append((text[last:], True))
-    out = []
-    for chunk, sql in pieces:
-        if not sql:
-            out.append(chunk)
-            continue
-        out.append(word.sub(partial(_replace, chunk, old=old, choice=choice), chunk))
+    chunk = text[last:]
+    out.append(
+        word.sub(partial(_replace, chunk, old=old, choice=choice), chunk) if plain else chunk
+    )
     return "".join(out)
 
 
@@ -68,19 +98,18 @@ def _replace(chunk: str, m: re.Match[str], *, old: str, choice: str) -> str:
     if re.search(r"(?i)\bas$", before):
         return m.group(0)  # an output name, not a reference
     ref = f"{m.group(1)}{{{{ {choice} }}}}"
-    line_start = chunk.rfind("\n", 0, m.start()) + 1
-    line_end = chunk.find("\n", m.end())
-    rest = chunk[m.end() : line_end if line_end >= 0 else len(chunk)]
-    head = chunk[line_start : m.start()]
-    if (not head.strip() or head.strip().lower() in ("select", "select distinct")) and re.fullmatch(
-        r"\s*,?\s*", rest
-    ):
+    if _output_kept(chunk, m.start(), m.end()):
         return f"{ref} as {old}"  # a bare select item keeps its name
     return ref
 
 
+def _jinja(name: str) -> str:
+    """A column name as a Jinja string literal."""
+    return "'" + name.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
 def rewrite_model(text: str, old: str, new: str, relation_expr: str) -> str | None:
     """The model with every reference to ``old`` preferring ``new``; None if none found."""
-    choice = f"upstream_renamed_column({relation_expr}, '{new}', '{old}')"
+    choice = f"upstream_renamed_column({relation_expr}, {_jinja(new)}, {_jinja(old)})"
     out = _in_sql(_in_calls(text, old, choice), old, choice)
     return out if out != text else None

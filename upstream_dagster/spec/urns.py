@@ -91,6 +91,19 @@ def field_path(field_urn: str) -> str:
     return match.group("path") if match else field_urn
 
 
+_CLOSE = {'"': '"', "`": "`", "[": "]"}
+
+
+def unquoted(column: str) -> str:
+    """A column as its table names it. dbt keeps a ``quote: true`` column's quotes in its tests'
+    ``column_name`` (``"user"``, ```user```), and DataHub's dbt source copies that into the
+    assertion's field, which then names no field of the schema."""
+    close = _CLOSE.get(column[:1])
+    if close is None or len(column) < 3 or column[-1] != close:
+        return column
+    return column[1:-1].replace(close * 2, close)
+
+
 def field_urn(dataset: str, path: str) -> str:
     return f"urn:li:schemaField:({dataset},{path})"
 
