@@ -839,3 +839,40 @@ def test_a_shifted_day_column_is_the_failure_not_what_moved_inside_its_days() ->
     )
     top, _ = investigate(Trigger(MART, check, W), g).ranked[0]
     assert (top.cause, top.column, top.failure_class) == (OTHER, "issued_on", "value_shift")
+
+
+def test_an_approved_reload_that_leaves_the_check_red_says_what_resolves_it(
+    tmp_path: Path,
+) -> None:
+    """A reload is the feed owner's fix: approving it rebuilds, but nothing the check reads
+    changes until the data is delivered again, so the incident stays open. What the reviewer
+    reads then says what resolves it, not only that the check has not passed."""
+    from upstream_dagster.datahub.lite import LiteGraph
+    from upstream_dagster.datahub.signals import report_run
+    from upstream_dagster.evaluation.replay import replay
+    from upstream_dagster.services.incident_fix import check_passes
+    from upstream_dagster.spec import load_estate
+    from upstream_dagster.spec.urns import short
+    from upstream_dagster.state import records
+
+    root = Path(__file__).resolve().parent.parent
+    spec = load_estate(root / "estate.yaml")
+
+    def verdict(case: str) -> Any:
+        record = records.load(root / f"evals/records/{case}.json")
+        return replay(record["occurrences"][0]["investigation"], spec)
+
+    stale, renamed = verdict("stale_storefront"), verdict("vendor_rename")
+    assert stale.remedy.action == "reload" and renamed.remedy.action == "patch"
+    graph = LiteGraph(tmp_path / "lite.sqlite", create=True)
+    passed, said = check_passes(graph, stale)  # the rebuild did not run the check again
+    assert not passed and "has not run since the fix" in said
+    assert f"Once {short(stale.cause)} is delivered again" in said
+    assert "launch incident_resolution_job" in said
+    after = stale.window.symptom_ms + 60_000
+    report_run(graph, stale.check.assertion, stale.symptom, False, {}, after, "r1")
+    passed, said = check_passes(graph, stale)  # it ran, on the same data: still red
+    assert not passed and ": FAILURE; the fix is the feed's" in said
+    report_run(graph, renamed.check.assertion, renamed.symptom, False, {}, after, "r2")
+    passed, said = check_passes(graph, renamed)  # a patch that did not help blames no feed
+    assert not passed and said.endswith("FAILURE")

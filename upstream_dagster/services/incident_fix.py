@@ -19,6 +19,7 @@ from upstream_dagster.datahub.probe import GraphProbe
 from upstream_dagster.datahub.protocol import MetadataGraph
 from upstream_dagster.errors import UpstreamError
 from upstream_dagster.reliability.verdict import Verdict
+from upstream_dagster.spec.urns import short
 from upstream_dagster.state import claims
 from upstream_dagster.warehouse.dbt_project import DbtProject
 from upstream_dagster.warehouse.sandbox import apply_patch
@@ -64,6 +65,19 @@ def apply_fix(project: DbtProject, v: Verdict) -> FixApplied:
     return FixApplied("nothing to apply", rebuild=v.remedy.action in REBUILDS)
 
 
+def _waiting_on_feed(v: Verdict) -> str:
+    """What resolves an incident whose fix is the feed's to make: approving it here rebuilds,
+    but changes nothing the check reads until the data is delivered again."""
+    if v.remedy.action != "reload":
+        return ""
+    feed = short(v.cause) if v.cause else "the feed"
+    return (
+        f"; the fix is the feed's: {v.remedy.summary}. Once {feed} is delivered again and the "
+        "estate rebuilt, launch incident_resolution_job for this incident's partition to read "
+        "the check again (the incident stays open until it passes)"
+    )
+
+
 def check_passes(graph: MetadataGraph, v: Verdict) -> tuple[bool, str]:
     """The failing check's latest result in DataHub, since the symptom."""
     runs = [
@@ -72,12 +86,11 @@ def check_passes(graph: MetadataGraph, v: Verdict) -> tuple[bool, str]:
         if r.assertion_urn == v.check.assertion
     ]
     if not runs:
-        return False, "the failing check has not run since the fix"
+        return False, "the failing check has not run since the fix" + _waiting_on_feed(v)
     latest = runs[-1]
-    return (
-        latest.result == "SUCCESS",
-        f"{v.check.description or v.check.assertion}: {latest.result}",
-    )
+    passed = latest.result == "SUCCESS"
+    said = f"{v.check.description or v.check.assertion}: {latest.result}"
+    return passed, said if passed else said + _waiting_on_feed(v)
 
 
 def _blast_radius(graph: MetadataGraph, v: Verdict) -> tuple[str, ...]:
