@@ -38,6 +38,12 @@ def test_every_node_is_named_as_datahubs_dbt_source_names_it(tmp_path: Path) -> 
     (tmp_path / "models" / "Mixed_Case.sql").write_text(
         "{{ config(alias='mixed_alias') }}select * from {{ source('gateway', 'pings') }}"
     )
+    (tmp_path / "snapshots").mkdir()
+    (tmp_path / "snapshots" / "pings_snapshot.sql").write_text(
+        "{% snapshot pings_snapshot %}{{ config(target_schema='history', unique_key='id', "
+        "strategy='check', check_cols='all') }}select * from {{ source('gateway', 'pings') }}"
+        "{% endsnapshot %}"
+    )
     project = DbtProject(tmp_path, tmp_path, tmp_path / "w.duckdb")
     assert project.run("parse").returncode == 0
     manifest = json.loads((tmp_path / "target" / "manifest.json").read_text())
@@ -58,6 +64,8 @@ def test_every_node_is_named_as_datahubs_dbt_source_names_it(tmp_path: Path) -> 
     # and each is measured in the table the warehouse holds
     assert ours["source.p.gateway.fuel_events"].table == "telemetry.fuel_txn_raw"
     assert ours["model.p.Mixed_Case"].table == "main.mixed_alias"
+    # a snapshot is a table too: profiled, so a refresh that re-ran it is seen to write nothing
+    assert ours["snapshot.p.pings_snapshot"].table == "history.pings_snapshot"
     # every query for an entity DataHub named goes to that table: the two names differ only
     # for the source read under its identifier, and node_of finds the node by either name
     assert renamed(manifest) == {"telemetry.fuel_events": "telemetry.fuel_txn_raw"}

@@ -517,6 +517,32 @@ def test_a_build_of_what_changed_is_not_a_skip_of_what_did_not() -> None:
             assert all(h.failure_class != "not_rebuilt" for h, _ in targeted.ranked)
 
 
+def test_a_snapshot_rerun_on_an_unchanged_source_makes_no_model_stale() -> None:
+    """A snapshot reads the clock, so every refresh runs it; run on a source that did not
+    change it writes nothing new, and the model built from it (STG here, last built before the
+    window) has nothing to be rebuilt with: not blamed (a blind case blamed it at 1.00 beside
+    a price feed's real change). Its own rows moving while it did not run is still a skip."""
+    snap = urn("snapshots.accounts_snapshot")
+    check = FailingCheck("urn:li:assertion:m", "revenue", "total", 2_000)
+
+    def ranked(stg_rows: tuple[int, int]) -> Any:
+        g = Graph(
+            views={
+                MART: NodeView(MART, "mart", (check,), last_run_ms=1_600),
+                STG: NodeView(STG, "stg.accounts", last_run_ms=800,
+                              profiles=profiles("x", 0, 0, stg_rows)),
+                snap: NodeView(snap, "snapshots.accounts_snapshot", last_run_ms=1_500,
+                               profiles=profiles("x", 0, 0)),  # the same rows, re-run
+            },
+            ups={MART: (STG,), STG: (snap,)},
+        )  # fmt: skip
+        return investigate(Trigger(MART, check, W), g).ranked
+
+    assert all(h.failure_class != "not_rebuilt" for h, _ in ranked((100, 100)))
+    top = ranked((100, 60))[0][0]
+    assert (top.cause, top.failure_class) == (STG, "not_rebuilt")
+
+
 def test_a_node_nothing_was_observed_on_does_not_make_its_downstream_an_origin() -> None:
     """No profile, no check, no schema change: unknown, not healthy. The lost rows below it
     are downstream of the rename above it, not a second origin."""

@@ -36,7 +36,7 @@ from upstream_dagster.demo.generator import TABLES as DEMO_TABLES
 from upstream_dagster.demo.generator import load_warehouse
 from upstream_dagster.errors import BuildFailed
 from upstream_dagster.services import build_failure, observe
-from upstream_dagster.services.observe import Node, manifest_nodes
+from upstream_dagster.services.observe import ESTATE_NODES, Node, manifest_nodes
 from upstream_dagster.spec.models import EstateSpec
 from upstream_dagster.warehouse import built_state
 from upstream_dagster.warehouse import duckdb_warehouse as wh
@@ -173,14 +173,10 @@ def _topological(keys: set[dg.AssetKey], assets_def: dg.AssetsDefinition) -> lis
 
 
 def node_keys(manifest: dict[str, Any]) -> dict[str, dg.AssetKey]:
-    """dbt unique id -> the Dagster asset key of every model and source."""
+    """dbt unique id -> the Dagster asset key of every model, source, seed and snapshot."""
     key_of = EstateTranslator().get_asset_key
     nodes = [*manifest["nodes"].values(), *manifest["sources"].values()]
-    return {
-        n["unique_id"]: key_of(n)
-        for n in nodes
-        if n["resource_type"] in ("model", "source", "seed")
-    }
+    return {n["unique_id"]: key_of(n) for n in nodes if n["resource_type"] in ESTATE_NODES}
 
 
 def loads_feeds(manifest: dict[str, Any], feeds_sql: Path | None) -> bool:

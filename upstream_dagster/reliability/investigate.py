@@ -24,6 +24,7 @@ from upstream_dagster.reliability.health import (
     not_rebuilt,
     observed,
 )
+from upstream_dagster.reliability.profiles import wrote_anew
 from upstream_dagster.reliability.ranking import (
     CHANGED,
     COLUMN_CLASSES,
@@ -120,9 +121,13 @@ def _upstream_runs(inv: Investigation, views: dict[str, NodeView], urn: str) -> 
     counts moved after the model's last build. A model left as it is while its inputs did not
     change is what a build of what changed does (dbt's ``state:modified+``, Upstream's own
     refresh), rightly: other models rebuilt beside it say nothing about it (a skip read from
-    them blamed an untouched model at 0.95 beside a feed's duplicated rows)."""
+    them blamed an untouched model at 0.95 beside a feed's duplicated rows), and neither does
+    an upstream's run that changed nothing (a snapshot: it reads the clock, so every refresh
+    runs it; a blind case blamed the model built from it at 1.00)."""
     parents = [u for u in inv.upstream.get(urn, ()) if u in views]
-    runs = tuple(t for u in parents if (t := views[u].last_run_ms) is not None)
+    w, moved = inv.trigger.window, wrote_anew(views[urn], inv.trigger.window)
+    ran = [(u, t) for u in parents if (t := views[u].last_run_ms) is not None]
+    runs = tuple(t for u, t in ran if moved or wrote_anew(views[u], w))
     if runs or not parents:
         return runs
     since = views[urn].last_run_ms

@@ -33,6 +33,14 @@ def pair(
     return before[-1], during[-1]
 
 
+def wrote_anew(node: NodeView, w: Window) -> bool:
+    """Whether what the node holds changed in the window, as its profiles before and during say
+    (no such pair: assumed so). A snapshot reads the clock, so every refresh runs it; run on a
+    source that did not change, it writes nothing new."""
+    found = pair(node.profiles, w, "")
+    return found is None or (found[0].rows, found[0].columns) != (found[1].rows, found[1].columns)
+
+
 def findings(node: NodeView, w: Window, ledger: Ledger) -> list[Finding]:
     """Every profile finding on ``node``, the whole table's first (a day repeats none of them)."""
     out: list[Finding] = []

@@ -53,10 +53,15 @@ class Node:
     meta: tuple[tuple[str, str], ...]
 
 
+# what the estate profiles and monitors: a snapshot is a table too (its profile says whether a
+# refresh that ran it wrote anything new)
+ESTATE_NODES = ("model", "source", "seed", "snapshot")
+
+
 def manifest_nodes(manifest: dict[str, Any]) -> list[Node]:
     out = []
     for props in [*manifest["nodes"].values(), *manifest["sources"].values()]:
-        if props["resource_type"] not in ("model", "source", "seed"):
+        if props["resource_type"] not in ESTATE_NODES:
             continue
         meta = {**(props.get("meta") or {}), **((props.get("config") or {}).get("meta") or {})}
         out.append(
