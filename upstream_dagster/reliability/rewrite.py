@@ -15,6 +15,8 @@ from __future__ import annotations
 import re
 from functools import partial
 
+from upstream_dagster.spec.urns import unquoted
+
 # what is not SQL identifiers: Jinja, comments, strings, quoted identifiers
 _SKIP = re.compile(
     r"\{\{.*?\}\}|\{%.*?%\}|\{#.*?#\}|--[^\n]*|/\*.*?\*/|'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"",
@@ -61,7 +63,7 @@ def _output_kept(text: str, start: int, end: int) -> bool:
 def _quoted(text: str, m: re.Match[str], old: str, choice: str) -> str | None:
     """A double-quoted identifier naming ``old`` (DuckDB matches names in any case), rewritten."""
     found = m.group(0)
-    if len(found) < 3 or found[0] != '"' or found[1:-1].replace('""', '"').lower() != old.lower():
+    if found[0] != '"' or unquoted(found).lower() != old.lower() or found == unquoted(found):
         return None
     if re.search(r"(?i)\bas$", text[: m.start()].rstrip()):
         return None  # an output name, not a reference
@@ -78,19 +80,15 @@ def _in_sql(text: str, old: str, choice: str) -> str:
         re.I,
     )
     plain = _PLAIN.fullmatch(old) is not None  # `due-date` unquoted is a subtraction
+
+    def bare(chunk: str) -> str:
+        return word.sub(partial(_replace, chunk, old=old, choice=choice), chunk) if plain else chunk
+
     out, last = [], 0
     for m in _SKIP.finditer(text):
-        chunk = text[last : m.start()]
-        out.append(
-            word.sub(partial(_replace, chunk, old=old, choice=choice), chunk) if plain else chunk
-        )
-        out.append(_quoted(text, m, old, choice) or m.group(0))
+        out += [bare(text[last : m.start()]), _quoted(text, m, old, choice) or m.group(0)]
         last = m.end()
-    chunk = text[last:]
-    out.append(
-        word.sub(partial(_replace, chunk, old=old, choice=choice), chunk) if plain else chunk
-    )
-    return "".join(out)
+    return "".join([*out, bare(text[last:])])
 
 
 def _replace(chunk: str, m: re.Match[str], *, old: str, choice: str) -> str:
