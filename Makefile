@@ -154,7 +154,7 @@ bench-detection: install
 ## The reviewer's commands against `python -c "import dagster"` on this machine (needs a built
 ## demo): median seconds and the ratio, measured in one run.
 bench-cli: install
-	$(BIN)/python -m upstream_dagster.evaluation.bench.cli --rounds 3 score plan show queue
+	$(BIN)/python -m upstream_dagster.evaluation.bench.cli --rounds 3 score plan show queue record
 
 ## dbt commands through Upstream's dbt worker against the plain dbt CLI, on blind hostile
 ## projects (evals/dbt-parity-2026-12-0[34]): exit codes, closing lines, DuckDB files left free

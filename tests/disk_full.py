@@ -43,7 +43,7 @@ def main() -> None:
         env = {**os.environ, "UPSTREAM_STATE_DIR": str(state)}
         os.environ.update(env)
         before = graph_digest(load())
-        planned = _cli(env, "plan")
+        planned = _cli(env, "plan", "--record")
         digest = next(
             (line.split()[1].rstrip(":") for line in planned.stdout.splitlines()
              if line.startswith("batch ")), "",

@@ -148,7 +148,7 @@ def test_a_reviewer_reads_the_dial_and_approves_a_write_back_in_the_dagster_ui(
     scored = runner.invoke(app, ["score"])
     assert scored.exit_code == 0, scored.output
     before = _overall(scored.output)
-    planned = runner.invoke(app, ["plan"])
+    planned = runner.invoke(app, ["plan", "--record"])
     digest = re.search(r"digest ([0-9a-f]{16})", planned.output)
     nonce = re.search(r"nonce ([0-9a-f]{16})", planned.output)
     assert planned.exit_code == 0 and digest and nonce, planned.output
@@ -190,7 +190,7 @@ def test_a_reviewer_reads_the_dial_and_approves_a_write_back_in_the_dagster_ui(
         undone = runner.invoke(app, ["reset", "--yes"])
         assert undone.exit_code == 0 and "restored" in undone.output, undone.output
         assert _overall(runner.invoke(app, ["score"]).output) == before
-        replanned = runner.invoke(app, ["plan"])
+        replanned = runner.invoke(app, ["plan", "--record"])
         again = re.search(r"digest ([0-9a-f]{16})", replanned.output)
         renewed = re.search(r"nonce ([0-9a-f]{16})", replanned.output)
         assert again and again[1] == digest[1], replanned.output  # the same batch, re-approvable
@@ -287,7 +287,7 @@ def test_a_reviewer_works_a_batch_and_an_incident_in_the_ui_typing_only_their_na
     url, settings = ui
     shots = Path(os.environ.get("UPSTREAM_SCREENSHOT_DIR") or tmp_path)
     shots.mkdir(parents=True, exist_ok=True)
-    planned = CliRunner().invoke(app, ["plan"])
+    planned = CliRunner().invoke(app, ["plan", "--record"])
     assert planned.exit_code == 0, planned.output
     instance = dagster_instance(settings)
 

@@ -1,7 +1,7 @@
 """What the read-only commands import, counted instead of timed (a loaded machine times
 anything): `queue` and `show` read Dagster's journal alone, and `plan` reads DataHub Lite with
-SQL. Each module named here cost a tenth of a second or more at start-up when it crept back
-(issue 30: these commands within 2x `python -c "import dagster"`)."""
+SQL, without a run. Each module named here cost a tenth of a second or more at start-up when it
+crept back (issue 30: these commands within 2x `python -c "import dagster"`)."""
 
 from __future__ import annotations
 
@@ -116,12 +116,22 @@ def test_a_dagster_yaml_that_keeps_storage_elsewhere_is_read_through_the_instanc
     assert "shop.orders.amount holds nulls" in shown.stdout, shown.stderr[-2000:]
 
 
-def test_plan_reads_datahub_lite_without_the_sdk_or_the_incident_areas(estate: Settings) -> None:
-    """The SDK (a third of a second) is for writes; Lite is read with SQL. The score job
-    loads with the definitions of the areas it runs, not the reliability area's."""
+def test_plan_reads_datahub_lite_without_dagster_or_the_sdk(estate: Settings) -> None:
+    """`plan` is a read: DataHub Lite read with SQL (the SDK, a third of a second, is for
+    writes) and planned without a run, so neither Dagster nor a run's storage is loaded."""
     planned, loaded = _loaded(estate.state_dir, "plan")
     assert planned.returncode == 0, planned.stderr[-2000:]
     assert "proposals, conformance" in planned.stdout
+    unneeded = ("dagster", "datahub", "dagster_dbt", "upstream_dagster.definitions", RUNS)
+    assert not [m for m in unneeded if loaded[m]], loaded
+
+
+def test_plan_record_runs_the_score_job_without_the_incident_areas(estate: Settings) -> None:
+    """`plan --record` runs the score job: it loads with the definitions of the areas it runs,
+    not the reliability area's, and reads DataHub Lite without the SDK."""
+    planned, loaded = _loaded(estate.state_dir, "plan", "--record")
+    assert planned.returncode == 0, planned.stderr[-2000:]
+    assert "nonce " in planned.stdout and loaded["upstream_dagster.definitions"]
     unneeded = ("datahub", "dagster_dbt", "upstream_dagster.datahub.incidents", *INCIDENTS)
     assert not [m for m in unneeded if loaded[m]], loaded
 

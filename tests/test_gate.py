@@ -212,7 +212,7 @@ def test_a_replayed_or_stale_one_time_value_is_refused_and_says_why() -> None:
         Request("d1", "alice", nonce="n1"),
         replace(subject(), nonce="", nonce_note="was used by run r1 (approved by alice)"),
     )
-    assert none_left.verdict == "refuse" and "plan again" in none_left.fix
+    assert none_left.verdict == "refuse" and "upstream plan --record" in none_left.fix
     missing = decide(ratify, Request("d1", "alice", nonce="n9"), subject())
     assert missing.verdict == "refuse" and "never issued" in missing.problem
 

@@ -36,7 +36,7 @@ def test_a_plan_started_during_a_build_waits_for_it_then_plans(estate: Settings)
     instance.add_run(build)
     assert storage.claim_concurrency_slot(WAREHOUSE_POOL, build.run_id, "estate_dbt").is_claimed
     plan = subprocess.Popen(
-        [sys.executable, "-m", "upstream_dagster.cli", "plan", "--short"],
+        [sys.executable, "-m", "upstream_dagster.cli", "plan", "--record", "--short"],
         cwd=ROOT,
         env=dict(os.environ),
         stdout=subprocess.PIPE,
@@ -67,3 +67,44 @@ def test_a_plan_started_during_a_build_waits_for_it_then_plans(estate: Settings)
         dg.RunsFilter(job_name="score", statuses=[dg.DagsterRunStatus.FAILURE])
     )
     assert not failed  # no red score run left behind
+
+
+def test_a_plan_read_during_a_build_waits_for_the_warehouse_then_shows_what_a_run_records(
+    estate: Settings,
+) -> None:
+    """`upstream plan` plans without a run. While a build holds the warehouse file (DuckDB's
+    write lock) it waits, saying so, instead of failing; then it prints the batch the score job
+    records: the same digest, proposals and violations, only the approval line differs."""
+    import duckdb
+
+    def plan(*args: str) -> subprocess.Popen[str]:
+        return subprocess.Popen(
+            [sys.executable, "-m", "upstream_dagster.cli", "plan", *args],
+            cwd=ROOT, env=dict(os.environ), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            text=True,
+        )  # fmt: skip
+
+    build = duckdb.connect(str(estate.warehouse))  # read-write: the lock a build holds
+    read = plan()
+    try:
+        assert read.stderr is not None
+        said = read.stderr.readline()  # only a hung test stops here: nothing timed is asserted
+        assert "waiting for the warehouse: another process holds it" in said, said
+        assert read.poll() is None  # waiting, not failed
+    finally:
+        build.close()
+    out, err = read.communicate(timeout=900)
+    assert read.returncode == 0, said + err
+    runs = run_instance(estate).get_run_records(dg.RunsFilter(job_name="score"))
+    recorded = plan("--record")
+    again, _ = recorded.communicate(timeout=900)
+    assert recorded.returncode == 0
+    assert (
+        len(run_instance(estate).get_run_records(dg.RunsFilter(job_name="score"))) == len(runs) + 1
+    )
+
+    def body(text: str) -> list[str]:
+        return [line for line in text.splitlines() if not line.startswith(("  (", "planned "))]
+
+    assert out.startswith("batch ") and body(out) == body(again)
+    assert "`upstream plan --record` records it" in out and "nonce " in again

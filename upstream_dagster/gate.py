@@ -138,7 +138,7 @@ def _person(name: str) -> str:
     return name.removeprefix("urn:li:corpuser:")
 
 
-def _cut(value: str, most: int = 40) -> str:
+def cut(value: str, most: int = 40) -> str:
     """What a launch sent, as a refusal may echo it: a 100 KB digest is not printed whole."""
     return value if len(value) <= most else f"{value[:most]}... ({len(value)} characters)"
 
@@ -154,9 +154,9 @@ def _one_time(kind: str, request: Request, subject: Subject) -> Decision | None:
     if not request.nonce:
         came = "it carries no one-time value"
     elif subject.nonce_note:
-        came = f"its one-time value {_cut(request.nonce)} {subject.nonce_note}"
+        came = f"its one-time value {cut(request.nonce)} {subject.nonce_note}"
     else:
-        came = f"its one-time value {_cut(request.nonce)} was never issued for it"
+        came = f"its one-time value {cut(request.nonce)} was never issued for it"
     again = (
         "`upstream approve` again (it reads the current value), or launch with the digest and "
         "the one-time value the proposals asset shows now"
@@ -166,11 +166,23 @@ def _one_time(kind: str, request: Request, subject: Subject) -> Decision | None:
     )
     if not subject.nonce:
         again = (
-            "plan again (`upstream plan`) to get a new one-time value, then approve"
+            "record the batch again for a new one-time value (`upstream plan --record`, or the "
+            "score job), then launch with it; `upstream approve` records it itself"
             if kind == "batch"
             else "re-run the reliability job for this incident, then approve"
         )
     return _refuse(f"this approval of {kind} {subject.digest} cannot be used: {came}", again)
+
+
+def not_an_approver(policy: Policies, reviewer: str) -> Decision | None:
+    """The refusal of a person the policy does not list, known before any batch is read."""
+    if reviewer in policy.approvers:
+        return None
+    return _refuse(
+        f"{cut(reviewer)!r} is not an approver; estate.yaml allows "
+        f"{', '.join(policy.approvers) or 'nobody'}",
+        "approve as someone listed in policies.approvers, or add them to it",
+    )
 
 
 def decide(policy: Policies, request: Request, subject: Subject) -> Decision:
@@ -182,7 +194,7 @@ def decide(policy: Policies, request: Request, subject: Subject) -> Decision:
         )
     if request.approved_digest != subject.digest:
         return _refuse(
-            f"stale {kind} digest {_cut(request.approved_digest)}: the current {kind} is "
+            f"stale {kind} digest {cut(request.approved_digest)}: the current {kind} is "
             f"{subject.digest}",
             f"approve the {kind} shown now, with digest {subject.digest}",
         )
@@ -198,7 +210,7 @@ def decide(policy: Policies, request: Request, subject: Subject) -> Decision:
         return _refuse(
             f"the graph changed since this {kind} was planned (digest now "
             f"{subject.current_digest})",
-            "run the score job (`upstream plan`) and approve the new batch"
+            "run the score job (`upstream plan --record`) and approve the new batch"
             if kind == "batch"
             else "re-run the reliability job for this incident and approve its new verdict",
         )
@@ -214,7 +226,7 @@ def decide(policy: Policies, request: Request, subject: Subject) -> Decision:
         return _refuse(
             f"estate.yaml's policy ({policy_digest(policy)}) is not the one this {kind} was "
             f"planned under ({subject.planned_policy or 'none recorded'})",
-            "plan again (`upstream plan`, or the score job) and approve what it shows"
+            "record the batch again (`upstream plan --record`, or the score job) and approve it"
             if kind == "batch"
             else "re-run the reliability job for this incident and approve its new verdict",
         )
@@ -224,12 +236,9 @@ def decide(policy: Policies, request: Request, subject: Subject) -> Decision:
             f"{policy.actuation!r}: only a person on the approvers list may write",
             "a person on the approvers list approves it",
         )
-    if not request.automatic and request.reviewer not in policy.approvers:
-        return _refuse(
-            f"{_cut(request.reviewer)!r} is not an approver; estate.yaml allows "
-            f"{', '.join(policy.approvers) or 'nobody'}",
-            "approve as someone listed in policies.approvers, or add them to it",
-        )
+    unlisted = not_an_approver(policy, request.reviewer) if not request.automatic else None
+    if unlisted is not None:
+        return unlisted
     stale = _one_time(kind, request, subject)
     if stale is not None:
         return stale

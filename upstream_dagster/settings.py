@@ -10,7 +10,13 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+import yaml
+
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
+
+
+# A dagster.yaml naming any of these keeps Dagster's storage elsewhere.
+STORAGE_KEYS = ("storage", "event_log_storage", "run_storage", "schedule_storage")
 
 
 @dataclass(frozen=True)
@@ -45,6 +51,20 @@ class Settings:
     @property
     def dagster_home(self) -> Path:
         return self.state_dir / "dagster_home"
+
+    @property
+    def embedded_storage(self) -> bool:
+        """Whether Dagster keeps its storage in the state folder: its dagster.yaml is Upstream's
+        own default, or not written yet. A deployment's dagster.yaml naming a storage (PostgreSQL
+        in production) is read through the instance, which says where."""
+        config = self.dagster_home / "dagster.yaml"
+        if not config.exists():
+            return True
+        try:
+            declared = yaml.safe_load(config.read_text()) or {}
+        except yaml.YAMLError:
+            return False  # the instance says what is wrong with it
+        return isinstance(declared, dict) and not any(key in declared for key in STORAGE_KEYS)
 
     @property
     def dbt_project_dir(self) -> Path:

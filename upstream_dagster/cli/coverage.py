@@ -23,6 +23,7 @@ from upstream_dagster.cli.app import (
 from upstream_dagster.cli.approving import TOKEN_ENV, prepare
 from upstream_dagster.cli.incidents import approve_incident
 from upstream_dagster.errors import UpstreamError
+from upstream_dagster.state.store import GateStore
 
 if TYPE_CHECKING:
     from upstream_dagster import gate, runs
@@ -43,13 +44,36 @@ def plan(
             help="Under each remaining violation, what every rule that looked found.",
         ),
     ] = True,
+    record: Annotated[
+        bool,
+        typer.Option(
+            "--record",
+            help="Run the score job instead: the batch recorded on the proposals asset with "
+            "the one-time value a launchpad approval carries (what the nightly schedule does).",
+        ),
+    ] = False,
 ) -> None:
     """Score the estate and print the priced proposals of the current batch, with its digest,
-    and every violation that stays with its reason."""
+    and every violation that stays with its reason. A read: DataHub planned as the score job
+    plans it, without a run; `upstream approve` records the batch it approves."""
     settings = settings_mod.load()
-    with running("scoring and planning (the score job)"):
-        scored = guarded(lambda: runs.score(settings))
-    batch = scored.batch
+    spec = estate_spec(settings)
+    if record or narrated(spec):  # a model's prose is shown as the run records it, once
+        with running("scoring and planning (the score job)"):
+            scored = guarded(lambda: runs.score(settings))
+        batch, nonce, policy = scored.batch, scored.nonce, scored.policy
+    else:
+        from upstream_dagster import clock, datahub
+        from upstream_dagster.services import coverage
+        from upstream_dagster.warehouse.duckdb_warehouse import waiting
+
+        def read() -> coverage.Preview:
+            store = reading_store(settings)
+            with datahub.connected(datahub.Target.of(settings)) as graph, waiting(err.print):
+                return coverage.preview(graph, settings, spec, store, clock.now_ms())
+
+        shown = guarded(read)
+        batch, nonce, policy = shown.batch, shown.nonce, shown.planned_under
     before, after = batch.base.overall.percent, batch.projected.overall.percent
     out.print(
         f"batch {batch.digest}: {len(batch.proposals)} proposals, conformance "
@@ -76,12 +100,36 @@ def plan(
         plain(line)
         for found in u.looked if why else ():
             plain(f"      {found}")
-    plain(f"planned under {scored.policy}")
+    plain(f"planned under {policy}")
     plain(f"approve: upstream approve --all --digest {batch.digest} --reviewer NAME")
-    plain(
-        f"  (in the launchpad: batch_digest {batch.digest}, nonce {scored.nonce}; the one-time "
-        "value makes an approval good for one write)"
-    )
+    if nonce:
+        plain(
+            f"  (in the launchpad: batch_digest {batch.digest}, nonce {nonce}; the one-time "
+            "value makes an approval good for one write)"
+        )
+    else:
+        plain(
+            "  (`upstream approve` records this batch in Dagster first; to approve it in the "
+            "launchpad instead, `upstream plan --record` records it with its one-time value)"
+        )
+
+
+def narrated(spec: Any) -> bool:
+    """Whether the score job's plan carries a model's prose (ANTHROPIC_API_KEY is set): no
+    read can show the text a run will record, so such a plan is recorded."""
+    from upstream_dagster.narrator import Narrator
+
+    return Narrator(spec.policies.reliability.budgets.model_calls).enabled
+
+
+def reading_store(settings: settings_mod.Settings) -> GateStore:
+    """The gate's store for a command that plans without a run: opened without Dagster when
+    Dagster's storage is the state folder's (its own default), else where the instance says."""
+    if settings.gate_db:
+        return GateStore(settings.gate_db)
+    if settings.embedded_storage:
+        return GateStore.local(settings.state_dir)
+    return instance.gate_store(settings)
 
 
 PROPOSAL_HEADER = ("id", "gain", "risk", "downstream", "requirement", "asset", "proposed value")
@@ -191,19 +239,19 @@ def approve(
         return
     if not all_ and not ids:
         fail(UpstreamError("nothing to approve", "pass --all or --ids ID [--ids ID ...]"))
-    planned = journal.latest(instance.dagster_instance(settings), journal.PROPOSALS)
-    current = planned.get("batch_digest")
-    if not current:
-        fail(UpstreamError("no batch has been planned", "run `upstream plan` first"))
     if not digest:
         fail(
             UpstreamError(
                 "approve needs the digest of the batch you read",
-                f"run `upstream plan`, read it, then pass --digest (the current batch: {current})",
+                "run `upstream plan`, read it, then pass --digest with the digest it prints",
             )
         )
-    _known_ids(planned, current, [*(ids or []), *(reject or [])])
     spec = estate_spec(settings)
+    unlisted = gate.not_an_approver(spec.policies, reviewer)
+    if unlisted is not None:  # refused before DataHub is read or anything runs
+        fail(UpstreamError(f"refused: {unlisted.problem}", unlisted.fix))
+    planned = recorded(settings, spec, digest, [*(ids or []), *(reject or [])])
+    current = str(planned.get("batch_digest") or "")
     items = tuple((i, 0.0) for i in (ids or ["all"]))
     shown = gate.Subject("batch", current, current, items)
     ready = prepare(settings, spec.policies, shown, digest, reviewer, key, token_env)
@@ -275,15 +323,54 @@ def reset(
     out.print(f"restored {done.restored} aspects (batches {done.batches})")
 
 
+def recorded(
+    settings: settings_mod.Settings, spec: Any, digest: str, named: list[str]
+) -> dict[str, Any]:
+    """The batch on the proposals asset, as the write-back reads it, when it is the one the
+    reviewer read (``digest``) and waits for an approval under estate.yaml's policy (or was
+    written: the gate says by which run). Otherwise
+    DataHub is planned again without a run: a digest that is not the graph's now, or an id that
+    batch does not hold, is refused before anything runs; else the score job records the batch
+    (a new one-time value) and the caller compares the recorded digest with what was read."""
+    from upstream_dagster import clock, datahub
+    from upstream_dagster.services import coverage
+    from upstream_dagster.state import approvals, claims
+
+    planned = journal.latest(instance.dagster_instance(settings), journal.PROPOSALS)
+    store = guarded(lambda: instance.gate_store(settings))
+    if planned.get("batch_digest") == digest:
+        held = guarded(lambda: approvals.outstanding(store, "batch", digest))
+        waits = held is not None and held.policy == gate.policy_digest(spec.policies)
+        if waits or guarded(lambda: claims.claimed_by(store, digest)):  # the gate says which
+            _known_ids(planned.get("batch_records"), digest, named)
+            return planned
+
+    def read() -> coverage.Preview:
+        with datahub.connected(datahub.Target.of(settings)) as graph:
+            return coverage.preview(graph, settings, spec, store, clock.now_ms())
+
+    now = guarded(read).batch
+    if now.digest != digest:
+        fail(
+            UpstreamError(
+                f"stale batch digest {gate.cut(digest)}: the graph plans batch {now.digest} now",
+                "run `upstream plan` again, read what changed, and approve the digest it prints",
+            )
+        )
+    _known_ids(now.records(), digest, named)
+    with running("recording the batch you read (the score job)"):
+        guarded(lambda: runs.score(settings))
+    return journal.latest(instance.dagster_instance(settings), journal.PROPOSALS)
+
+
 def _chosen(planned: dict[str, Any], ids: list[str] | None) -> list[dict[str, Any]]:
     """The planned batch's rows a reviewer approves (all of them when ``ids`` is None)."""
     rows = planned.get("batch_records") or []
     return [dict(r) for r in rows if ids is None or str(r.get("id")) in ids]
 
 
-def _known_ids(planned: dict[str, Any], batch: str, ids: list[str]) -> None:
+def _known_ids(records: Any, batch: str, ids: list[str]) -> None:
     """Every id a reviewer names is one of the planned batch's, checked before anything runs."""
-    records = planned.get("batch_records")
     if not ids or records is None:
         return
     known = {str(r.get("id")) for r in records}

@@ -266,7 +266,8 @@ def sign(
         if held is None:
             fail(UpstreamError(
                 f"{kind} {digest} has no approval waiting (written, or its one-time value spent)",
-                "plan again (`upstream plan`), or pass --nonce with the value shown beside it",
+                "record it again for a new value (`upstream plan --record` for a batch), or "
+                "pass --nonce with the value shown beside it",
             ))  # fmt: skip
         nonce = held.nonce
     policy = gate.policy_digest(policies)

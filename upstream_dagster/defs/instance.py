@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 import dagster as dg
-import yaml
 
 from upstream_dagster.settings import Settings
 from upstream_dagster.state.store import GateStore
@@ -102,24 +101,14 @@ class EventLog:
         return self.storage.get_latest_materialization_events([asset_key]).get(asset_key)
 
 
-# A dagster.yaml naming any of these keeps its storage elsewhere (PostgreSQL in production):
-# the journal is then read through the whole instance.
-STORAGE_KEYS = ("storage", "event_log_storage", "run_storage", "schedule_storage")
-
-
 def journal(settings: Settings) -> Journal:
     """The journal, for a command that only reads it: the embedded SQLite event log opened
     alone when the state folder's dagster.yaml is Upstream's own default, else the instance."""
     home = settings.dagster_home
     config = home / "dagster.yaml"
     index = home / "history" / "runs" / "index.db"
-    if os.environ.get(EPHEMERAL_ENV) == "1" or not (config.exists() and index.exists()):
-        return dagster_instance(settings)
-    try:
-        declared = yaml.safe_load(config.read_text()) or {}
-    except yaml.YAMLError:
-        declared = None  # the instance says what is wrong with it
-    if not isinstance(declared, dict) or any(key in declared for key in STORAGE_KEYS):
+    alone = config.exists() and index.exists() and settings.embedded_storage
+    if os.environ.get(EPHEMERAL_ENV) == "1" or not alone:  # else read where the instance says
         return dagster_instance(settings)
     if str(index) not in _read:
         from dagster._core.storage.event_log.sqlite.sqlite_event_log import SqliteEventLogStorage

@@ -70,8 +70,8 @@ def trust_state(
             digest,
             None,
             "no policy is in force yet (nothing has been planned with this gate store)",
-            "plan first (`upstream plan`, or the score job): the first plan puts estate.yaml's "
-            "policy in force",
+            "record a plan first (`upstream plan --record`, or the score job): the first "
+            "recorded plan puts estate.yaml's policy in force",
         )
     if current.policy != digest:
         return TrustState(
@@ -84,6 +84,17 @@ def trust_state(
             CHANGE_FIX,
         )
     return TrustState(digest, current)
+
+
+def standing(store: GateStore, policies: Policies, pin: str | None) -> str:
+    """What `trust_state` says of estate.yaml's policy, written nowhere: for a plan that is only
+    read. A policy a recorded plan would put in force (the first ever, or the pinned one) is
+    said to be, once the batch is recorded."""
+    digest, current = gate.policy_digest(policies), approvals.trusted(store)
+    if (current is None or current.policy != digest) and (pin == digest or not (pin or current)):
+        how = "pinned by the deployment" if pin else "adopted on first use"
+        return f"policy {digest} (in force once a run records a plan: {how})"
+    return trust_state(store, policies, pin).describe()
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ from upstream_dagster.datahub.protocol import MetadataGraph
 from upstream_dagster.datahub.readpath import read_context
 from upstream_dagster.errors import UpstreamError
 from upstream_dagster.narrator import Narrator
-from upstream_dagster.services import observe
+from upstream_dagster.services import approval, observe
 from upstream_dagster.services.scoring import dial_of
 from upstream_dagster.settings import Settings
 from upstream_dagster.spec.models import EstateSpec
@@ -154,6 +154,27 @@ def current_plan(
     again: the digest is the same exactly when nothing the batch depends on changed."""
     ctx = detection.with_detection(read_context(graph, as_of_ms), inputs.detection, spec)
     return ctx, replan(ctx, spec, inputs)
+
+
+@dataclass(frozen=True)
+class Preview:
+    """A batch planned without a run (`upstream plan`): what the score job would record now."""
+
+    batch: Plan
+    nonce: str  # the one-time value waiting for this digest ("" when no run recorded it)
+    planned_under: str  # the policy it is planned under, and whether it is in force
+
+
+def preview(
+    graph: MetadataGraph, settings: Settings, spec: EstateSpec, store: GateStore, as_of_ms: int
+) -> Preview:
+    """DataHub read and the batch planned as the score job's ``proposals`` asset plans it (the
+    same inputs, the same digest), writing nothing: no run, no one-time value issued."""
+    inputs = plan_inputs(settings, claims.rejected(store))
+    _, batch = current_plan(graph, spec, as_of_ms, inputs)
+    held = approvals.outstanding(store, "batch", batch.digest)
+    standing = approval.standing(store, spec.policies, settings.policy_pin)
+    return Preview(batch, held.nonce if held else "", standing)
 
 
 def select(batch: Plan, approve: Sequence[str], reject: Sequence[str]) -> tuple[Proposal, ...]:

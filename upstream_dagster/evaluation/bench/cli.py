@@ -4,7 +4,10 @@ Times ``python -c "import dagster"`` (what any Dagster command pays before doing
 each command, alternating, several rounds, in one run, and prints the medians and the ratio
 (command / import). A ratio, not seconds: these machines are shared and noisy.
 
-    python -m upstream_dagster.evaluation.bench.cli [--rounds 3] [score plan show queue]
+    python -m upstream_dagster.evaluation.bench.cli [--rounds 3] [score plan show queue record]
+
+`plan` is a read (no run); `record` is `plan --record`, the score job run in this process, as
+`upstream approve` runs it before it writes a batch no run recorded yet.
 
 `show` shows an investigated incident (run `upstream investigate` first, as
 `make bench-loop` does); with none in the state folder it is left out, and said so.
@@ -41,9 +44,9 @@ def _last_incident() -> str | None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("commands", nargs="*", default=["score", "plan", "show", "queue"])
+    parser.add_argument("commands", nargs="*", default=["score", "plan", "show", "queue", "record"])
     args = parser.parse_args()
-    argv = {command: [command] for command in args.commands}
+    argv = {c: ["plan", "--record"] if c == "record" else [c] for c in args.commands}
     if "show" in argv:
         key = _last_incident()
         if key is None:
