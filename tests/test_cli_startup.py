@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import dagster as dg
+import pytest
 
 from upstream_dagster.datahub.incident_keys import short_id
 from upstream_dagster.defs import journal
@@ -166,3 +167,18 @@ def test_a_lite_read_leaves_the_sdk_unloaded_and_a_write_loads_it_under_the_sdk_
     assert done.stdout.split() == ["read", "False", "written", "True", "write", "True"]
     assert (sdk / ".datahub").is_dir() and not (home / ".datahub").exists()
     assert not (tmp_path / "state" / "sdk_home").exists()
+
+
+def test_a_model_key_makes_plan_record_so_the_prose_shown_is_the_prose_written(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """With ANTHROPIC_API_KEY set, the score job words descriptions with a model; a read could
+    not show the prose a run would write, so `plan` records instead (and shows the value)."""
+    from upstream_dagster.cli.coverage import narrated
+    from upstream_dagster.spec.loader import load_estate
+
+    spec = load_estate(ROOT / "estate.yaml")
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    assert not narrated(spec)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
+    assert narrated(spec)

@@ -127,6 +127,11 @@ def test_the_coverage_loop_works_on_the_showcase(
     assert "Customer Analytics Measures (powerbi)" in planned
     assert "order_items (s3)" in planned and "order_items (dbt)" in planned
     assert "urn:li:" not in planned
+
+    def body(text: str) -> list[str]:  # the batch, less the lines on how to approve it
+        return [line for line in text.splitlines() if not line.startswith(("  (", "planned "))]
+
+    assert body(cli("plan", "--record")) == body(planned)  # the read plans what a run records
     cli("approve", "--all", "--digest", digest[1], "--reviewer", "datahub", "--yes")
     assert ": equal" in cli("verify")
     cli("reset", "--yes")
