@@ -174,7 +174,7 @@ def test_a_model_key_makes_plan_record_so_the_prose_shown_is_the_prose_written(
 ) -> None:
     """With ANTHROPIC_API_KEY set, the score job words descriptions with a model; a read could
     not show the prose a run would write, so `plan` records instead (and shows the value)."""
-    from upstream_dagster.cli.coverage import narrated
+    from upstream_dagster.cli.batches import narrated
     from upstream_dagster.spec.loader import load_estate
 
     spec = load_estate(ROOT / "estate.yaml")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import multiprocessing
+import re
 import sqlite3
 import threading
 from pathlib import Path
@@ -490,7 +491,10 @@ def test_the_cli_approves_only_the_batch_it_showed_and_refuses_before_launching(
     for args, says in (
         (("--digest", digest, "--reviewer", "mallory"), "'mallory' is not an approver"),
         (("--reviewer", "alice"), "approve needs the digest of the batch you read"),
-        (("--digest", "0000000000000000", "--reviewer", "alice"), "stale batch digest"),
+        (("--digest", "0000000000000000", "--reviewer", "alice"), "not what the graph plans now"),
+        (("--digest", digest.upper(), "--reviewer", "alice"), "is not a batch digest"),
+        (("--digest", f" {digest}", "--reviewer", "alice"), "is not a batch digest"),
+        (("--digest", digest, "--ids", "p-x", "--reviewer", "alice"), "--all and --ids both"),
     ):
         refused = cli("approve", "--all", *args)  # no --yes: a refusal must not ask first
         assert refused.returncode == 1
@@ -592,6 +596,52 @@ def test_a_write_back_killed_at_random_points_leaves_nothing_undoable_or_wedged(
     cli("reset", "--yes")
     assert graph_digest(estate) == before
     assert digest_of(cli("plan").stdout) == first  # the estate plans as it did at the start
+
+
+def test_approve_refuses_before_any_run_what_it_cannot_write_as_shown(
+    estate: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Found by a blind attack session: a digest a run had recorded, approved after the graph
+    planned another batch, launched a write-back that failed its check ("the graph changed");
+    an id both approved and rejected was shown as written and then rejected; a policy not in
+    force was refused only after a score run. Each is now one line before anything runs, and
+    a launchpad run whose nonce is left blank (YAML null) is the gate's refusal, not a
+    validation traceback."""
+    from typer.testing import CliRunner
+
+    from upstream_dagster.cli import app
+
+    runner = CliRunner()
+
+    def runs() -> int:
+        return len(dg.DagsterInstance.from_config(str(estate.dagster_home)).get_run_records())
+
+    recorded = runner.invoke(app, ["plan", "--record"])
+    digest = re.search(r"^batch (\w+):", recorded.output, re.M)
+    assert recorded.exit_code == 0 and digest, recorded.output
+    batch = planned(estate)
+    before, started = graph_digest(estate), runs()
+    (first, second) = (batch.proposals[0].id, batch.proposals[1].id)
+    both = ["--ids", first, "--ids", second, "--reject", second]
+    refused = runner.invoke(app, ["approve", *both, "--digest", digest[1], "--reviewer", "alice"])
+    assert refused.exit_code == 1 and f"'{second}' both approved and rejected" in refused.output
+    # estate.yaml asks one more assertion of tier-1: the graph plans another batch now
+    use_estate_file(monkeypatch, tmp_path, **{"min_assertions: 2": "min_assertions: 3"})
+    stale = runner.invoke(app, ["approve", "--all", "--digest", digest[1], "--reviewer", "alice"])
+    assert stale.exit_code == 1 and "is not what the graph plans now" in stale.output
+    assert "Traceback" not in stale.output and "?" not in stale.output  # nothing was asked
+    # who may approve changed in the file, not in force: refused before a score run
+    use_estate_file(monkeypatch, tmp_path, **{"approvers: [": "approvers: [mallory, "})
+    unproven = runner.invoke(
+        app, ["approve", "--all", "--digest", digest[1], "--reviewer", "mallory"]
+    )
+    assert unproven.exit_code == 1 and "is not in force" in unproven.output, unproven.output
+    assert runs() == started and graph_digest(estate) == before
+    # the launchpad with the one-time value left blank: refused by the gate, saying so
+    monkeypatch.delenv("UPSTREAM_ESTATE")
+    blank = approve(estate, batch, nonce=None)
+    assert "carries no one-time value" in refusal(blank)
+    assert graph_digest(estate) == before
 
 
 def test_datahub_identity_refuses_a_launchpad_run_and_lite_names_the_fix(

@@ -107,4 +107,5 @@ def test_a_plan_read_during_a_build_waits_for_the_warehouse_then_shows_what_a_ru
         return [line for line in text.splitlines() if not line.startswith(("  (", "planned "))]
 
     assert out.startswith("batch ") and body(out) == body(again)
-    assert "`upstream plan --record` records it" in out and "nonce " in again
+    assert "`upstream plan --record` puts this batch on the proposals asset" in out
+    assert "nonce " in again and "nonce " not in out

@@ -174,6 +174,16 @@ def _one_time(kind: str, request: Request, subject: Subject) -> Decision | None:
     return _refuse(f"this approval of {kind} {subject.digest} cannot be used: {came}", again)
 
 
+def already_written(kind: str, digest: str, run: str) -> Decision:
+    """The refusal of a batch (or a fix) a run already wrote."""
+    return _refuse(
+        f"{kind} {digest} was already written by run {run}: a {kind} is written at most once",
+        "nothing to approve; `upstream reset` undoes it, and "
+        + ("a new plan (`upstream plan`) shows what is left"
+           if kind == "batch" else "a new failure opens a new incident"),
+    )  # fmt: skip
+
+
 def not_an_approver(policy: Policies, reviewer: str) -> Decision | None:
     """The refusal of a person the policy does not list, known before any batch is read."""
     if reviewer in policy.approvers:
@@ -199,13 +209,7 @@ def decide(policy: Policies, request: Request, subject: Subject) -> Decision:
             f"approve the {kind} shown now, with digest {subject.digest}",
         )
     if subject.written_by:
-        return _refuse(
-            f"{kind} {subject.digest} was already written by run {subject.written_by}: "
-            f"a {kind} is written at most once",
-            "nothing to approve; `upstream reset` undoes it, and "
-            + ("a new plan (`upstream plan`) shows what is left"
-               if kind == "batch" else "a new failure opens a new incident"),
-        )  # fmt: skip
+        return already_written(kind, subject.digest, subject.written_by)
     if subject.current_digest != subject.digest:
         return _refuse(
             f"the graph changed since this {kind} was planned (digest now "

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from upstream_dagster import settings as settings_mod
+from upstream_dagster.cli import batches
 from upstream_dagster.cli.app import (
     app,
     err,
@@ -23,7 +24,6 @@ from upstream_dagster.cli.app import (
 from upstream_dagster.cli.approving import TOKEN_ENV, prepare
 from upstream_dagster.cli.incidents import approve_incident
 from upstream_dagster.errors import UpstreamError
-from upstream_dagster.state.store import GateStore
 
 if TYPE_CHECKING:
     from upstream_dagster import gate, runs
@@ -58,7 +58,7 @@ def plan(
     plans it, without a run; `upstream approve` records the batch it approves."""
     settings = settings_mod.load()
     spec = estate_spec(settings)
-    if record or narrated(spec):  # a model's prose is shown as the run records it, once
+    if record or batches.narrated(spec):  # a model's prose is shown as the run records it, once
         with running("scoring and planning (the score job)"):
             scored = guarded(lambda: runs.score(settings))
         batch, nonce, policy = scored.batch, scored.nonce, scored.policy
@@ -68,12 +68,12 @@ def plan(
         from upstream_dagster.warehouse.duckdb_warehouse import waiting
 
         def read() -> coverage.Preview:
-            store = reading_store(settings)
+            store = batches.reading_store(settings)
             with datahub.connected(datahub.Target.of(settings)) as graph, waiting(err.print):
                 return coverage.preview(graph, settings, spec, store, clock.now_ms())
 
         shown = guarded(read)
-        batch, nonce, policy = shown.batch, shown.nonce, shown.planned_under
+        batch, nonce, policy = shown.batch, "", shown.planned_under
     before, after = batch.base.overall.percent, batch.projected.overall.percent
     out.print(
         f"batch {batch.digest}: {len(batch.proposals)} proposals, conformance "
@@ -101,35 +101,23 @@ def plan(
         for found in u.looked if why else ():
             plain(f"      {found}")
     plain(f"planned under {policy}")
+    from upstream_dagster.services.approval import NOT_IN_FORCE
+
+    if NOT_IN_FORCE in policy:  # every approval is refused until it is
+        plain("approve: not until estate.yaml's policy is in force (`upstream trust` says how)")
+        return
     plain(f"approve: upstream approve --all --digest {batch.digest} --reviewer NAME")
     if nonce:
         plain(
             f"  (in the launchpad: batch_digest {batch.digest}, nonce {nonce}; the one-time "
             "value makes an approval good for one write)"
         )
-    else:
+    else:  # a read: the proposals asset may hold another batch than this one
         plain(
-            "  (`upstream approve` records this batch in Dagster first; to approve it in the "
-            "launchpad instead, `upstream plan --record` records it with its one-time value)"
+            "  (approve records it in Dagster first; to approve in the Dagster UI instead, "
+            "`upstream plan --record` puts this batch on the proposals asset with its one-time "
+            "value and an Approve link)"
         )
-
-
-def narrated(spec: Any) -> bool:
-    """Whether the score job's plan carries a model's prose (ANTHROPIC_API_KEY is set): no
-    read can show the text a run will record, so such a plan is recorded."""
-    from upstream_dagster.narrator import Narrator
-
-    return Narrator(spec.policies.reliability.budgets.model_calls).enabled
-
-
-def reading_store(settings: settings_mod.Settings) -> GateStore:
-    """The gate's store for a command that plans without a run: opened without Dagster when
-    Dagster's storage is the state folder's (its own default), else where the instance says."""
-    if settings.gate_db:
-        return GateStore(settings.gate_db)
-    if settings.embedded_storage:
-        return GateStore.local(settings.state_dir)
-    return instance.gate_store(settings)
 
 
 PROPOSAL_HEADER = ("id", "gain", "risk", "downstream", "requirement", "asset", "proposed value")
@@ -239,36 +227,38 @@ def approve(
         return
     if not all_ and not ids:
         fail(UpstreamError("nothing to approve", "pass --all or --ids ID [--ids ID ...]"))
-    if not digest:
+    if all_ and ids:
+        fail(UpstreamError("--all and --ids both given", "pass --all, or the --ids to write"))
+    both = sorted(set(ids or []) & set(reject or []))
+    if both:
         fail(
             UpstreamError(
-                "approve needs the digest of the batch you read",
-                "run `upstream plan`, read it, then pass --digest with the digest it prints",
+                f"{', '.join(map(repr, both[:5]))} both approved and rejected",
+                "name each proposal once: with --ids to write it, or --reject to reject it",
             )
         )
     spec = estate_spec(settings)
-    unlisted = gate.not_an_approver(spec.policies, reviewer)
-    if unlisted is not None:  # refused before DataHub is read or anything runs
-        fail(UpstreamError(f"refused: {unlisted.problem}", unlisted.fix))
-    planned = recorded(settings, spec, digest, [*(ids or []), *(reject or [])])
-    current = str(planned.get("batch_digest") or "")
+    batch = batches.readable(settings, spec, reviewer, digest, [*(ids or []), *(reject or [])])
+    chosen = "the whole batch" if all_ else f"{len(ids or [])} of its proposals"
+    dry = spec.policies.actuation == "dry-run"
+    if not dry:  # what is written is shown first, and nothing runs until the reviewer says so
+        out.print(
+            f"batch {batch.digest}: {len(batch.proposals)} proposals, conformance "
+            f"{batch.base.overall.percent:.1f}% -> {batch.projected.overall.percent:.1f}% "
+            f"projected; you approve {chosen}:"
+        )
+        print_proposals(batches.chosen(batch.records(), None if all_ else list(ids or [])))
+        asked = f"batch {batch.digest}" if all_ else f"{chosen} of batch {batch.digest}"
+        if not yes and not typer.confirm(f"Write {asked} to DataHub as {reviewer}?"):
+            err.print("nothing was written")
+            raise typer.Exit(1)
+    current = batches.recorded(settings, spec, batch.digest)
     items = tuple((i, 0.0) for i in (ids or ["all"]))
     shown = gate.Subject("batch", current, current, items)
-    ready = prepare(settings, spec.policies, shown, digest, reviewer, key, token_env)
+    ready = prepare(settings, spec.policies, shown, batch.digest, reviewer, key, token_env)
     if ready.dry_run:
         out.print(f"batch {current}: {ready.dry_run}; fix: set policies.actuation to ratify")
         return
-    chosen = "the whole batch" if all_ else f"{len(ids or [])} of its proposals"
-    out.print(
-        f"batch {current}: {planned.get('proposals', 0)} proposals, conformance "
-        f"{float(planned.get('percent_before', 0)):.1f}% -> "
-        f"{float(planned.get('percent_projected', 0)):.1f}% projected; you approve {chosen}:"
-    )
-    print_proposals(_chosen(planned, None if all_ else list(ids or [])))
-    if not yes and not typer.confirm(
-        f"Write {chosen} of batch {current} to DataHub as {reviewer}?"
-    ):
-        raise typer.Exit(1)
     with running(f"writing batch {current} (coverage_writeback_job)"):
         done = guarded(
             lambda: runs.approve_batch(
@@ -321,66 +311,3 @@ def reset(
     with running("undoing write-backs (coverage_reset_job)"):
         done = guarded(lambda: runs.reset(settings, batch))
     out.print(f"restored {done.restored} aspects (batches {done.batches})")
-
-
-def recorded(
-    settings: settings_mod.Settings, spec: Any, digest: str, named: list[str]
-) -> dict[str, Any]:
-    """The batch on the proposals asset, as the write-back reads it, when it is the one the
-    reviewer read (``digest``) and waits for an approval under estate.yaml's policy (or was
-    written: the gate says by which run). Otherwise
-    DataHub is planned again without a run: a digest that is not the graph's now, or an id that
-    batch does not hold, is refused before anything runs; else the score job records the batch
-    (a new one-time value) and the caller compares the recorded digest with what was read."""
-    from upstream_dagster import clock, datahub
-    from upstream_dagster.services import coverage
-    from upstream_dagster.state import approvals, claims
-
-    planned = journal.latest(instance.dagster_instance(settings), journal.PROPOSALS)
-    store = guarded(lambda: instance.gate_store(settings))
-    if planned.get("batch_digest") == digest:
-        held = guarded(lambda: approvals.outstanding(store, "batch", digest))
-        waits = held is not None and held.policy == gate.policy_digest(spec.policies)
-        if waits or guarded(lambda: claims.claimed_by(store, digest)):  # the gate says which
-            _known_ids(planned.get("batch_records"), digest, named)
-            return planned
-
-    def read() -> coverage.Preview:
-        with datahub.connected(datahub.Target.of(settings)) as graph:
-            return coverage.preview(graph, settings, spec, store, clock.now_ms())
-
-    now = guarded(read).batch
-    if now.digest != digest:
-        fail(
-            UpstreamError(
-                f"stale batch digest {gate.cut(digest)}: the graph plans batch {now.digest} now",
-                "run `upstream plan` again, read what changed, and approve the digest it prints",
-            )
-        )
-    _known_ids(now.records(), digest, named)
-    with running("recording the batch you read (the score job)"):
-        guarded(lambda: runs.score(settings))
-    return journal.latest(instance.dagster_instance(settings), journal.PROPOSALS)
-
-
-def _chosen(planned: dict[str, Any], ids: list[str] | None) -> list[dict[str, Any]]:
-    """The planned batch's rows a reviewer approves (all of them when ``ids`` is None)."""
-    rows = planned.get("batch_records") or []
-    return [dict(r) for r in rows if ids is None or str(r.get("id")) in ids]
-
-
-def _known_ids(records: Any, batch: str, ids: list[str]) -> None:
-    """Every id a reviewer names is one of the planned batch's, checked before anything runs."""
-    if not ids or records is None:
-        return
-    known = {str(r.get("id")) for r in records}
-    unknown = [i for i in dict.fromkeys(ids) if i not in known]
-    if unknown:
-        named = ", ".join(repr(i if len(i) <= 40 else i[:40] + "...") for i in unknown[:5])
-        more = f" and {len(unknown) - 5} more" if len(unknown) > 5 else ""
-        fail(
-            UpstreamError(
-                f"batch {batch} has no proposal {named}{more}",
-                "pass ids from the first column of `upstream plan` (or --all)",
-            )
-        )

@@ -18,7 +18,7 @@ from upstream_dagster.datahub import whoami
 from upstream_dagster.defs import journal
 from upstream_dagster.defs.batch_view import plan_metadata
 from upstream_dagster.defs.instance import WAREHOUSE_POOL, WRITEBACK_POOL
-from upstream_dagster.defs.launch import BATCH, GATE, REVIEWER, by_sensor, tag_run
+from upstream_dagster.defs.launch import BATCH, GATE, REVIEWER, LaunchConfig, by_sensor, tag_run
 from upstream_dagster.defs.presentation import receipts_table
 from upstream_dagster.defs.resources import (
     AUTOMATIC_TAG,
@@ -38,7 +38,7 @@ GROUP = "coverage"
 AUTO_REVIEWER = "upstream-auto"
 
 
-class WritebackConfig(dg.Config):
+class WritebackConfig(LaunchConfig):
     batch_digest: str = Field(description="The digest shown on the proposals asset.")
     approve: list[str] = Field(description="Proposal ids to write, or [all].")
     reviewer: str = Field(description="Who approves; must be listed in policies.approvers.")

@@ -15,6 +15,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import quote, quote_plus, urlencode
 
+import dagster as dg
+from pydantic import model_validator
+
 from upstream_dagster.spec.models import Policies
 
 LAUNCHED_BY = "upstream/launched-by"  # launchpad, cli, or sensor:NAME: why the run exists
@@ -35,6 +38,19 @@ GROUPS = {
     "min_assertions": "assertions",
     "column_descriptions": "column descriptions",
 }
+
+
+class LaunchConfig(dg.Config):
+    """A launchpad's typed config. A key left blank (``nonce:`` is YAML's null) means what
+    leaving it out means, its default, instead of a validation traceback in a failed run: the
+    gate then says what is missing (an approval with no one-time value is refused, saying so)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _blank_is_default(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            return {key: value for key, value in data.items() if value is not None}
+        return data
 
 
 def launchpad(job: str, config: str, tags: Mapping[str, str]) -> str:

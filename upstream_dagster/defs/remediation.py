@@ -25,7 +25,14 @@ from upstream_dagster.datahub.incident_keys import short_id
 from upstream_dagster.defs import journal
 from upstream_dagster.defs.estate_jobs import estate_refresh_job
 from upstream_dagster.defs.instance import WRITEBACK_POOL
-from upstream_dagster.defs.launch import GATE, HANDOFF_SECONDS, REVIEWER, by_sensor, tag_run
+from upstream_dagster.defs.launch import (
+    GATE,
+    HANDOFF_SECONDS,
+    REVIEWER,
+    LaunchConfig,
+    by_sensor,
+    tag_run,
+)
 from upstream_dagster.defs.reliability import incidents
 from upstream_dagster.defs.resources import (
     AUTOMATIC_TAG,
@@ -48,7 +55,7 @@ DRIVER_TAG = "upstream/driver"
 FIX = dg.AssetKey("incident_fix")
 
 
-class IncidentApproval(dg.Config):
+class IncidentApproval(LaunchConfig):
     verdict_digest: str = Field(description="The digest shown on the incident_verdict asset.")
     reviewer: str = Field(description="Who approves; must be listed in policies.approvers.")
     nonce: str = Field(

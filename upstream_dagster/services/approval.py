@@ -18,6 +18,8 @@ from upstream_dagster.spec.models import Policies
 from upstream_dagster.state import approvals, claims
 from upstream_dagster.state.store import GateStore
 
+NOT_IN_FORCE = ", NOT in force: "  # how a description says the policy is not in force
+
 
 @dataclass(frozen=True)
 class TrustState:
@@ -33,7 +35,7 @@ class TrustState:
     def describe(self) -> str:
         if self.ok and self.in_force is not None:
             return f"policy {self.policy} (in force: {self.in_force.how})"
-        return f"policy {self.policy}, NOT in force: {self.problem}"
+        return f"policy {self.policy}{NOT_IN_FORCE}{self.problem}"
 
 
 CHANGE_FIX = (

@@ -161,7 +161,6 @@ class Preview:
     """A batch planned without a run (`upstream plan`): what the score job would record now."""
 
     batch: Plan
-    nonce: str  # the one-time value waiting for this digest ("" when no run recorded it)
     planned_under: str  # the policy it is planned under, and whether it is in force
 
 
@@ -172,9 +171,7 @@ def preview(
     same inputs, the same digest), writing nothing: no run, no one-time value issued."""
     inputs = plan_inputs(settings, claims.rejected(store))
     _, batch = current_plan(graph, spec, as_of_ms, inputs)
-    held = approvals.outstanding(store, "batch", batch.digest)
-    standing = approval.standing(store, spec.policies, settings.policy_pin)
-    return Preview(batch, held.nonce if held else "", standing)
+    return Preview(batch, approval.standing(store, spec.policies, settings.policy_pin))
 
 
 def select(batch: Plan, approve: Sequence[str], reject: Sequence[str]) -> tuple[Proposal, ...]:

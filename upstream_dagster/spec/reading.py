@@ -100,15 +100,15 @@ def _read(file: Path) -> str:
             file,
             None,
             "the estate file does not exist",
-            "create it (see estate.yaml in the project for a commented example) or "
-            "pass --estate PATH",
+            "create it (see estate.yaml in the project for a commented example), or point "
+            "UPSTREAM_ESTATE at yours (`upstream score` also takes --estate PATH)",
         )
     if not file.is_file():
         raise SpecError(
             file,
             None,
             "is not a regular file (a directory or a device)",
-            "pass --estate the path of an estate.yaml file",
+            "point UPSTREAM_ESTATE (or `upstream score --estate`) at an estate.yaml file",
         )
     size = file.stat().st_size
     with file.open("rb") as handle:  # never more than MAX_BYTES + 1, whatever stat said
