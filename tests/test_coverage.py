@@ -526,6 +526,9 @@ def test_the_cli_approves_only_the_batch_it_showed_and_refuses_before_launching(
     assert (tags["upstream/launched-by"], tags["upstream/gate"]) == ("cli", "write")
     again = cli("approve", "--all", "--digest", digest, "--reviewer", "alice", "--yes")
     assert again.returncode == 1 and f"batch {digest} was already written by run" in again.stderr
+    queued = cli("queue")  # the written batch no longer waits on a person
+    assert f"batch {digest} was written by run {written.run_id}" in queued.stdout, queued.stdout
+    assert f"- coverage batch {digest}" not in queued.stdout
 
 
 def test_a_write_back_killed_at_random_points_leaves_nothing_undoable_or_wedged(
@@ -589,6 +592,13 @@ def test_a_write_back_killed_at_random_points_leaves_nothing_undoable_or_wedged(
             time.sleep(0.02)
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
+    # verify says a write-back died part-way, not that none was made, and what undoes it
+    verified = subprocess.run(
+        [sys.executable, "-m", "upstream_dagster.cli", "verify"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert verified.returncode == 1, verified.stdout
+    assert "stopped part-way" in verified.stderr and "upstream reset --yes" in verified.stderr
     # the graph moved under the dead runs: a new plan, and its approval completes
     again = digest_of(cli("plan").stdout)
     assert again != first
@@ -596,6 +606,12 @@ def test_a_write_back_killed_at_random_points_leaves_nothing_undoable_or_wedged(
     cli("reset", "--yes")
     assert graph_digest(estate) == before
     assert digest_of(cli("plan").stdout) == first  # the estate plans as it did at the start
+    undone = subprocess.run(
+        [sys.executable, "-m", "upstream_dagster.cli", "verify"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert undone.returncode == 1 and ": DIFFERENT" in undone.stdout  # the reset undid it
+    assert "a reset undid it" in undone.stderr and "upstream score" in undone.stderr
 
 
 def test_approve_refuses_before_any_run_what_it_cannot_write_as_shown(

@@ -37,12 +37,15 @@ def test_missing_lite_file_says_to_run_make_demo(tmp_path: Path) -> None:
     assert done.returncode == 1
     assert "does not exist" in done.stderr and "make demo" in done.stderr
     assert "Traceback" not in done.stderr
-    # a command that scores through a Dagster run says the same, without the step's stack
-    planned = upstream("plan", env={"UPSTREAM_STATE_DIR": str(tmp_path)})
-    assert planned.returncode == 1
-    assert "does not exist" in planned.stderr and "make demo" in planned.stderr
-    assert "Stack Trace" not in planned.stderr and "STEP_FAILURE" not in planned.stderr
-    assert planned.stderr.count("does not exist") == 1, planned.stderr
+    # a plan (a read), and the commands that run a job on DataHub, say the same once, with the
+    # one fix, before any run is made (no Dagster instance is left in the empty folder)
+    for args in (["plan"], ["plan", "--record"], ["reset", "--yes"]):
+        said = upstream(*args, env={"UPSTREAM_STATE_DIR": str(tmp_path)})
+        assert said.returncode == 1, args
+        assert "does not exist" in said.stderr and "make demo" in said.stderr
+        assert "Stack Trace" not in said.stderr and "STEP_FAILURE" not in said.stderr
+        assert said.stderr.count("does not exist") == 1 and said.stderr.count("fix:") == 1
+    assert not (tmp_path / "dagster_home").exists()
 
 
 @pytest.mark.slow

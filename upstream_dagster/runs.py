@@ -17,6 +17,7 @@ import dagster as dg
 
 from upstream_dagster.conformance.plan import Plan
 from upstream_dagster.conformance.score import Dial
+from upstream_dagster.datahub import lite
 from upstream_dagster.definitions import CORE_JOBS, build, core
 from upstream_dagster.defs import journal, launch, progress
 from upstream_dagster.defs.estate_jobs import (
@@ -133,7 +134,10 @@ def run_job(
     """One job, in this process, on the state folder's instance; a failed run raises
     `UpstreamError` naming what failed. With ``loud_build_ok``, a run whose only failure is the
     build's outcome (dbt could not build a model, and DataHub was told) is returned. A refresh
-    rebuilds only what changed unless ``targeted`` is False (all of ``selection``)."""
+    rebuilds only what changed unless ``targeted`` is False (all of ``selection``). A job that
+    reads an embedded DataHub Lite that is not there is refused before anything is made."""
+    if job_name not in ESTATE_JOBS and settings.backend == "lite":
+        lite.require(settings.lite_file)  # only a build makes it
     instance = run_instance(settings)
     defs = core(settings) if job_name in CORE_JOBS else build(settings)
     job = defs.resolve_job_def(job_name)
@@ -361,7 +365,17 @@ class Verified:
 
 
 def verify(settings: Settings) -> Verified:
-    if not journal.written(dagster_instance(settings)):
+    instance = dagster_instance(settings)
+    if not journal.written(instance):
+        finished = journal.finished_runs(instance)
+        dead, _ = claims.unfinished(gate_store(settings), settings.state_dir, finished)
+        if dead:  # it wrote, and never said what it projected
+            digest, run, pres = dead[0]
+            raise UpstreamError(
+                f"a write-back of batch {digest} stopped part-way (run {run}, {len(pres)} "
+                "writes) and none finished: there is no projection to compare DataHub with",
+                "`upstream reset --yes` undoes what it wrote; then approve the batch again",
+            )
         raise UpstreamError(  # an answer, before a run that could only fail
             "nothing to verify: no write-back has been made yet",
             "`upstream plan`, then `upstream approve --digest DIGEST ...`; verify compares "

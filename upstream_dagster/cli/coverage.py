@@ -154,9 +154,20 @@ def queue() -> None:
     meta = journal.latest(read, journal.QUEUE)
     incidents = journal.waiting_incidents(read, instance.read_gate_store(settings, read))
     if meta:
+        from upstream_dagster.state import claims
+
+        store = instance.read_gate_store(settings, read)
         for line in str(meta["queue"]).splitlines():
-            if line.startswith("- coverage"):
-                plain(line)
+            if line.startswith("- coverage"):  # "- coverage batch DIGEST: ..."
+                digest = line.split()[3].rstrip(":")
+                written = claims.claimed_by(store, digest)
+                if not written:
+                    plain(line)
+                    continue
+                out.print(
+                    f"No coverage batch waits: batch {digest} was written by run {written} "
+                    "since it was planned; `upstream plan` shows what is left."
+                )
     else:
         out.print("No coverage batch planned yet: run `upstream plan` (or the score job).")
     for line in incidents:
@@ -296,6 +307,12 @@ def verify() -> None:
         f"{'equal' if done.equal else 'DIFFERENT'}"
     )
     if not done.equal:
+        err.print(
+            "DataHub does not read as the last write-back projected: it stopped part-way (a "
+            "killed or failed run; `upstream reset --yes` undoes what it wrote), a reset undid "
+            "it, or someone changed DataHub since; `upstream score` shows where it stands",
+            highlight=False,
+        )
         raise typer.Exit(1)
 
 
