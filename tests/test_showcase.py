@@ -102,8 +102,10 @@ def test_the_coverage_loop_works_on_the_showcase(
     assert "nothing was written" in cli(
         "approve", "--all", "--digest", digest[1], "--reviewer", "datahub", "--yes", estate=shipped
     )
-    # the dry-run's policy came into force on first use, and it lists no key: nobody can prove
-    # who they are under it, so the deployment pins the ratify copy's policy instead
+    # the nightly score run records the batch: the dry-run's policy comes into force on first
+    # use, and it lists no key: nobody can prove who they are under it, so the deployment pins
+    # the ratify copy's policy instead
+    assert "planned under policy" in cli("plan", "--record", estate=shipped)
     shown = cli("trust")
     ratified = re.search(r"^estate.yaml: policy (\w+), NOT in force", shown, re.M)
     assert ratified, shown

@@ -191,7 +191,8 @@ def not_an_approver(policy: Policies, reviewer: str) -> Decision | None:
     return _refuse(
         f"{cut(reviewer)!r} is not an approver; estate.yaml allows "
         f"{', '.join(policy.approvers) or 'nobody'}",
-        "approve as someone listed in policies.approvers, or add them to it",
+        "approve as someone listed in policies.approvers; a name added there may approve "
+        "once an approver of the policy in force approves the change (`upstream trust`)",
     )
 
 

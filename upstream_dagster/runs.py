@@ -365,22 +365,12 @@ class Verified:
 
 
 def verify(settings: Settings) -> Verified:
+    """The verify job, after the answers that need no run (`journal.nothing_to_verify`)."""
     instance = dagster_instance(settings)
-    if not journal.written(instance):
-        finished = journal.finished_runs(instance)
-        dead, _ = claims.unfinished(gate_store(settings), settings.state_dir, finished)
-        if dead:  # it wrote, and never said what it projected
-            digest, run, pres = dead[0]
-            raise UpstreamError(
-                f"a write-back of batch {digest} stopped part-way (run {run}, {len(pres)} "
-                "writes) and none finished: there is no projection to compare DataHub with",
-                "`upstream reset --yes` undoes what it wrote; then approve the batch again",
-            )
-        raise UpstreamError(  # an answer, before a run that could only fail
-            "nothing to verify: no write-back has been made yet",
-            "`upstream plan`, then `upstream approve --digest DIGEST ...`; verify compares "
-            "DataHub with what that approval projected",
-        )
+    release_dead_runs(instance)  # a killed write-back's run is marked failed first
+    answer = journal.nothing_to_verify(instance, gate_store(settings))
+    if answer is not None:
+        raise answer
     result = run_job(settings, "coverage_verify_job")
     (check,) = result.get_asset_check_evaluations()
     meta = {k: v.value for k, v in check.metadata.items()}

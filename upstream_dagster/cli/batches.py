@@ -53,7 +53,6 @@ def readable(
     not shown: read `upstream plan`), an id the batch does not hold."""
     from upstream_dagster import clock, datahub
     from upstream_dagster.services import approval, coverage
-    from upstream_dagster.state import claims
 
     if not digest:
         fail(
@@ -77,10 +76,7 @@ def readable(
     first = trust.in_force is None and not settings.policy_pin  # a recorded plan adopts it
     if not trust.ok and not first and spec.policies.actuation != "dry-run":
         fail(UpstreamError(f"refused: {trust.problem}", trust.fix))
-    written = guarded(lambda: claims.claimed_by(store, digest))
-    if written:
-        refused = gate.already_written("batch", digest, written)
-        fail(UpstreamError(f"refused: {refused.problem}", refused.fix))
+    refuse_claimed(settings, store, digest)
 
     def read() -> coverage.Preview:
         with datahub.connected(datahub.Target.of(settings)) as graph:
@@ -99,6 +95,21 @@ def readable(
     return batch
 
 
+def refuse_claimed(settings: settings_mod.Settings, store: GateStore, digest: str) -> None:
+    """One line and an exit when batch ``digest`` is claimed: written already, or its
+    write-back has not finished (still running, or killed part-way: reset undoes it)."""
+    from upstream_dagster.state import claims
+
+    run = guarded(lambda: claims.claimed_by(store, digest))
+    if not run:
+        return
+    read = instance.dagster_instance(settings)
+    if journal.unfinished_claim(read, store, digest):
+        fail(UpstreamError(*journal.unfinished_note(digest, run)))
+    refused = gate.already_written("batch", digest, run)
+    fail(UpstreamError(f"refused: {refused.problem}", refused.fix))
+
+
 def recorded(settings: settings_mod.Settings, spec: Any, digest: str) -> str:
     """The digest the proposals asset holds for the write-back to read: batch ``digest`` as a
     run recorded it, waiting for an approval under estate.yaml's policy; else the score job
@@ -106,26 +117,31 @@ def recorded(settings: settings_mod.Settings, spec: Any, digest: str) -> str:
     from upstream_dagster.state import approvals
 
     planned = journal.latest(instance.dagster_instance(settings), journal.PROPOSALS)
+    store = guarded(lambda: instance.gate_store(settings))
     if planned.get("batch_digest") == digest:
-        store = guarded(lambda: instance.gate_store(settings))
         held = guarded(lambda: approvals.outstanding(store, "batch", digest))
         if held is not None and held.policy == gate.policy_digest(spec.policies):
             return digest
+    refuse_claimed(settings, store, digest)  # another approval took it while this one asked
     with running("recording the batch you read (the score job)"):
         now = guarded(lambda: runs.score(settings)).batch.digest
     if now != digest:
         fail(
             UpstreamError(
-                f"the graph changed while batch {digest} was recorded: it plans another now",
+                f"the graph changed since batch {digest} was shown: it plans another now",
                 "run `upstream plan` again, read what changed, and approve the digest it prints",
             )
         )
     return digest
 
 
-def chosen(records: list[dict[str, Any]], ids: list[str] | None) -> list[dict[str, Any]]:
-    """The batch's rows a reviewer approves (all of them when ``ids`` is None)."""
-    return [dict(r) for r in records if ids is None or str(r.get("id")) in ids]
+def chosen(
+    records: list[dict[str, Any]], ids: list[str] | None, rejected: set[str] | None = None
+) -> list[dict[str, Any]]:
+    """The batch's rows a reviewer approves (all of them when ``ids`` is None), less the ids
+    they reject."""
+    out = [dict(r) for r in records if ids is None or str(r.get("id")) in ids]
+    return [r for r in out if str(r.get("id")) not in (rejected or set())]
 
 
 def known_ids(records: Any, batch: str, ids: list[str]) -> None:

@@ -58,6 +58,7 @@ def plan(
     plans it, without a run; `upstream approve` records the batch it approves."""
     settings = settings_mod.load()
     spec = estate_spec(settings)
+    taken = ""  # the run that took this batch, when a plan without a run finds one
     if record or batches.narrated(spec):  # a model's prose is shown as the run records it, once
         with running("scoring and planning (the score job)"):
             scored = guarded(lambda: runs.score(settings))
@@ -73,7 +74,7 @@ def plan(
                 return coverage.preview(graph, settings, spec, store, clock.now_ms())
 
         shown = guarded(read)
-        batch, nonce, policy = shown.batch, "", shown.planned_under
+        batch, nonce, policy, taken = shown.batch, "", shown.planned_under, shown.claimed_by
     before, after = batch.base.overall.percent, batch.projected.overall.percent
     out.print(
         f"batch {batch.digest}: {len(batch.proposals)} proposals, conformance "
@@ -103,6 +104,18 @@ def plan(
     plain(f"planned under {policy}")
     from upstream_dagster.services.approval import NOT_IN_FORCE
 
+    if spec.policies.actuation == "dry-run":
+        plain(
+            "approve: the policy is dry-run, so an approval writes nothing (fix: set "
+            "policies.actuation to ratify in estate.yaml)"
+        )
+        return
+    if taken:  # written, or its write-back stopped part-way: approve says which
+        plain(
+            f"approve: batch {batch.digest} was taken by write-back run {taken}; if it died "
+            f"part-way, `upstream reset --batch {batch.digest} --yes` undoes it"
+        )
+        return
     if NOT_IN_FORCE in policy:  # every approval is refused until it is
         plain("approve: not until estate.yaml's policy is in force (`upstream trust` says how)")
         return
@@ -161,13 +174,17 @@ def queue() -> None:
             if line.startswith("- coverage"):  # "- coverage batch DIGEST: ..."
                 digest = line.split()[3].rstrip(":")
                 written = claims.claimed_by(store, digest)
-                if not written:
-                    plain(line)
-                    continue
-                out.print(
-                    f"No coverage batch waits: batch {digest} was written by run {written} "
-                    "since it was planned; `upstream plan` shows what is left."
-                )
+                if journal.unfinished_claim(read, store, digest):
+                    problem, fix = journal.unfinished_note(digest, str(written))
+                    plain(f"- coverage {problem}; {fix}")
+                elif written:
+                    out.print(
+                        f"No coverage batch waits: batch {digest} was written by run {written} "
+                        "since it was planned; `upstream plan` shows what is left."
+                    )
+                else:
+                    plain(f"{line} (recorded by the last score run: `upstream plan` shows "
+                          "what the graph plans now)")  # fmt: skip
     else:
         out.print("No coverage batch planned yet: run `upstream plan` (or the score job).")
     for line in incidents:
@@ -248,21 +265,36 @@ def approve(
                 "name each proposal once: with --ids to write it, or --reject to reject it",
             )
         )
+    if reject and not reason.strip():
+        fail(
+            UpstreamError(
+                "a rejection is kept (the proposal is not proposed again) and needs its reason",
+                "pass --reason 'why' with --reject",
+            )
+        )
     spec = estate_spec(settings)
     batch = batches.readable(settings, spec, reviewer, digest, [*(ids or []), *(reject or [])])
-    chosen = "the whole batch" if all_ else f"{len(ids or [])} of its proposals"
-    dry = spec.policies.actuation == "dry-run"
-    if not dry:  # what is written is shown first, and nothing runs until the reviewer says so
-        out.print(
-            f"batch {batch.digest}: {len(batch.proposals)} proposals, conformance "
-            f"{batch.base.overall.percent:.1f}% -> {batch.projected.overall.percent:.1f}% "
-            f"projected; you approve {chosen}:"
-        )
-        print_proposals(batches.chosen(batch.records(), None if all_ else list(ids or [])))
-        asked = f"batch {batch.digest}" if all_ else f"{chosen} of batch {batch.digest}"
-        if not yes and not typer.confirm(f"Write {asked} to DataHub as {reviewer}?"):
-            err.print("nothing was written")
-            raise typer.Exit(1)
+    if spec.policies.actuation == "dry-run":  # an answer, before anything runs
+        out.print(f"batch {batch.digest}: dry-run policy in estate.yaml: nothing was written")
+        plain("  fix: set policies.actuation to ratify in estate.yaml to let approvers write")
+        return
+    rejected = set(reject or [])
+    writes = batches.chosen(batch.records(), None if all_ else list(ids or []), rejected)
+    chosen = "the whole batch" if all_ and not rejected else f"{len(writes)} of its proposals"
+    out.print(
+        f"batch {batch.digest}: {len(batch.proposals)} proposals, conformance "
+        f"{batch.base.overall.percent:.1f}% -> {batch.projected.overall.percent:.1f}% "
+        f"projected; you approve {chosen}:"
+    )
+    print_proposals(writes)
+    if rejected:
+        plain(f"and reject {', '.join(sorted(rejected))} (not proposed again): {reason.strip()}")
+    asked = (
+        "the whole batch" if chosen == "the whole batch" else f"{len(writes)} proposals of batch"
+    )
+    if not yes and not typer.confirm(f"Write {asked} {batch.digest} to DataHub as {reviewer}?"):
+        err.print("nothing was written")
+        raise typer.Exit(1)
     current = batches.recorded(settings, spec, batch.digest)
     items = tuple((i, 0.0) for i in (ids or ["all"]))
     shown = gate.Subject("batch", current, current, items)
@@ -308,9 +340,9 @@ def verify() -> None:
     )
     if not done.equal:
         err.print(
-            "DataHub does not read as the last write-back projected: it stopped part-way (a "
-            "killed or failed run; `upstream reset --yes` undoes what it wrote), a reset undid "
-            "it, or someone changed DataHub since; `upstream score` shows where it stands",
+            "DataHub does not read as the last write-back projected: it was changed since (in "
+            "DataHub, by another write-back, or a `reset --batch` of part of it); `upstream "
+            "score` shows where it stands",
             highlight=False,
         )
         raise typer.Exit(1)

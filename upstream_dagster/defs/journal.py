@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import dagster as dg
 
 from upstream_dagster.datahub.model import PreImage
+from upstream_dagster.errors import UpstreamError
 from upstream_dagster.state import claims
 from upstream_dagster.state.store import GateStore
 
@@ -114,6 +115,56 @@ def undoable(instance: Journal) -> list[Entry]:
 def finished_runs(instance: Journal) -> set[str]:
     """The write-back runs that got as far as their journal entry."""
     return {e.run_id for e in entries(instance) + entries(instance, RESOLUTION)}
+
+
+def unfinished_claim(read: Journal, store: GateStore, digest: str) -> str:
+    """The run holding batch ``digest``'s claim when that write-back never reached its journal
+    entry (still running, or stopped part-way: killed); "" when none holds it or it finished."""
+    run = claims.claimed_by(store, digest)
+    return run if run and run not in finished_runs(read) else ""
+
+
+def unfinished_note(digest: str, run: str) -> tuple[str, str]:
+    """What a reviewer is told of a batch whose write-back has not finished, and the fix."""
+    return (
+        f"batch {digest}: its write-back (run {run}) has not finished: still running, or it "
+        "stopped part-way (killed)",
+        f"if it is not running, `upstream reset --batch {digest} --yes` undoes what it wrote; "
+        "then approve the batch again",
+    )
+
+
+def nothing_to_verify(instance: dg.DagsterInstance, store: GateStore) -> UpstreamError | None:
+    """Why there is nothing to verify yet, when there is not: a write-back still running or
+    stopped part-way (it wrote, and never said what it projected), none made, or every one
+    undone by a reset."""
+    finished = finished_runs(instance)
+    for digest, run in claims.held(store):
+        record = instance.get_run_by_id(run)
+        if run not in finished and record is not None and not record.is_finished:
+            return UpstreamError(
+                f"a write-back of batch {digest} is running (run {run})",
+                "verify when it has finished (`upstream queue` says when nothing waits)",
+            )
+        if run not in finished:
+            return UpstreamError(
+                f"a write-back of batch {digest} stopped part-way (run {run}): there is no "
+                "projection to compare DataHub with",
+                f"`upstream reset --batch {digest} --yes` undoes what it wrote; then approve "
+                "the batch again",
+            )
+    if not written(instance):
+        return UpstreamError(
+            "nothing to verify: no write-back has been made yet",
+            "`upstream plan`, then `upstream approve --digest DIGEST ...`; verify compares "
+            "DataHub with what that approval projected",
+        )
+    if not undoable(instance):
+        return UpstreamError(
+            "nothing to verify: a reset undid every write-back",
+            "approve a batch again (`upstream plan`, then `upstream approve`), then verify",
+        )
+    return None
 
 
 def to_undo(

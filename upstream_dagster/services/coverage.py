@@ -162,6 +162,7 @@ class Preview:
 
     batch: Plan
     planned_under: str  # the policy it is planned under, and whether it is in force
+    claimed_by: str = ""  # the write-back run that took this batch ("" when none has)
 
 
 def preview(
@@ -171,7 +172,8 @@ def preview(
     same inputs, the same digest), writing nothing: no run, no one-time value issued."""
     inputs = plan_inputs(settings, claims.rejected(store))
     _, batch = current_plan(graph, spec, as_of_ms, inputs)
-    return Preview(batch, approval.standing(store, spec.policies, settings.policy_pin))
+    standing = approval.standing(store, spec.policies, settings.policy_pin)
+    return Preview(batch, standing, claims.claimed_by(store, batch.digest) or "")
 
 
 def select(batch: Plan, approve: Sequence[str], reject: Sequence[str]) -> tuple[Proposal, ...]:

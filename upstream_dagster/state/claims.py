@@ -155,6 +155,13 @@ def key_for(kind: str, digest: str) -> str:
     return digest if kind == "batch" else f"incident-{digest}"
 
 
+def held(store: GateStore) -> list[tuple[str, str]]:
+    """(batch digest, run) of every coverage batch claimed: written, or being written."""
+    with store.read() as tx:
+        rows = tx.execute("SELECT batch_digest, run_id FROM upstream_claims ORDER BY claimed_at")
+    return [(str(d), str(r)) for d, r in rows if not str(d).startswith("incident-")]
+
+
 def claimed_by(store: GateStore, digest: str) -> str | None:
     with store.read() as tx:
         row = tx.execute("SELECT run_id FROM upstream_claims WHERE batch_digest = ?", [digest])
