@@ -102,35 +102,39 @@ def plan(
         for found in u.looked if why else ():
             plain(f"      {found}")
     plain(f"planned under {policy}")
+    for line in how_to_approve(spec.policies.actuation, batch.digest, policy, nonce, taken):
+        plain(line)
+
+
+def how_to_approve(actuation: str, digest: str, policy: str, nonce: str, taken: str) -> list[str]:
+    """The lines under a plan that say how its batch is approved, or why it cannot be."""
     from upstream_dagster.services.approval import NOT_IN_FORCE
 
-    if spec.policies.actuation == "dry-run":
-        plain(
+    if actuation == "dry-run":
+        return [
             "approve: the policy is dry-run, so an approval writes nothing (fix: set "
             "policies.actuation to ratify in estate.yaml)"
-        )
-        return
+        ]
     if taken:  # written, or its write-back stopped part-way: approve says which
-        plain(
-            f"approve: batch {batch.digest} was taken by write-back run {taken}; if it died "
-            f"part-way, `upstream reset --batch {batch.digest} --yes` undoes it"
-        )
-        return
+        return [
+            f"approve: batch {digest} was taken by write-back run {taken}; if it died "
+            f"part-way, `upstream reset --batch {digest} --yes` undoes it"
+        ]
     if NOT_IN_FORCE in policy:  # every approval is refused until it is
-        plain("approve: not until estate.yaml's policy is in force (`upstream trust` says how)")
-        return
-    plain(f"approve: upstream approve --all --digest {batch.digest} --reviewer NAME")
+        return ["approve: not until estate.yaml's policy is in force (`upstream trust` says how)"]
+    how = f"approve: upstream approve --all --digest {digest} --reviewer NAME"
     if nonce:
-        plain(
-            f"  (in the launchpad: batch_digest {batch.digest}, nonce {nonce}; the one-time "
-            "value makes an approval good for one write)"
-        )
-    else:  # a read: the proposals asset may hold another batch than this one
-        plain(
-            "  (approve records it in Dagster first; to approve in the Dagster UI instead, "
-            "`upstream plan --record` puts this batch on the proposals asset with its one-time "
-            "value and an Approve link)"
-        )
+        return [
+            how,
+            f"  (in the launchpad: batch_digest {digest}, nonce {nonce}; the one-time value "
+            "makes an approval good for one write)",
+        ]
+    return [  # a read: the proposals asset may hold another batch than this one
+        how,
+        "  (approve records it in Dagster first; to approve in the Dagster UI instead, "
+        "`upstream plan --record` puts this batch on the proposals asset with its one-time "
+        "value and an Approve link)",
+    ]
 
 
 PROPOSAL_HEADER = ("id", "gain", "risk", "downstream", "requirement", "asset", "proposed value")
