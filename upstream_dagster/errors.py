@@ -23,6 +23,15 @@ class UpstreamError(Exception):
 class DataHubUnavailable(UpstreamError):
     """The configured DataHub (Lite file or GMS) cannot be used."""
 
+    @classmethod
+    def no_lite_file(cls, path: object) -> DataHubUnavailable:
+        """DataHub Lite's file is not there: what to run to make one."""
+        return cls(
+            f"the DataHub Lite file {path} does not exist",
+            "run `make demo` to build the demo estate and ingest it, or point "
+            "UPSTREAM_STATE_DIR at a state folder that holds one",
+        )
+
 
 class BuildFailed(UpstreamError):
     """dbt or DataHub ingestion failed while building the estate."""

@@ -17,7 +17,6 @@ import dagster as dg
 
 from upstream_dagster.conformance.plan import Plan
 from upstream_dagster.conformance.score import Dial
-from upstream_dagster.datahub import lite
 from upstream_dagster.definitions import CORE_JOBS, build, core
 from upstream_dagster.defs import journal, launch, progress
 from upstream_dagster.defs.estate_jobs import (
@@ -32,7 +31,7 @@ from upstream_dagster.defs.instance import dagster_instance as dagster_instance
 from upstream_dagster.defs.instance import gate_store as gate_store
 from upstream_dagster.defs.instance import run_instance
 from upstream_dagster.defs.resources import ReviewerToken
-from upstream_dagster.errors import UpstreamError
+from upstream_dagster.errors import DataHubUnavailable, UpstreamError
 from upstream_dagster.settings import Settings
 from upstream_dagster.state import approvals, claims
 
@@ -136,8 +135,12 @@ def run_job(
     build's outcome (dbt could not build a model, and DataHub was told) is returned. A refresh
     rebuilds only what changed unless ``targeted`` is False (all of ``selection``). A job that
     reads an embedded DataHub Lite that is not there is refused before anything is made."""
-    if job_name not in ESTATE_JOBS and settings.backend == "lite":
-        lite.require(settings.lite_file)  # only a build makes it
+    if (
+        job_name not in ESTATE_JOBS
+        and settings.backend == "lite"
+        and not settings.lite_file.exists()
+    ):
+        raise DataHubUnavailable.no_lite_file(settings.lite_file)  # only a build makes it
     instance = run_instance(settings)
     defs = core(settings) if job_name in CORE_JOBS else build(settings)
     job = defs.resolve_job_def(job_name)

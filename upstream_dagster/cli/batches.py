@@ -34,11 +34,7 @@ def narrated(spec: Any) -> bool:
 def reading_store(settings: settings_mod.Settings) -> GateStore:
     """The gate's store for a command that plans without a run: opened without Dagster when
     Dagster's storage is the state folder's (its own default), else where the instance says."""
-    if settings.gate_db:
-        return GateStore(settings.gate_db)
-    if settings.embedded_storage:
-        return GateStore.local(settings.state_dir)
-    return instance.gate_store(settings)
+    return GateStore.without_dagster(settings) or instance.gate_store(settings)
 
 
 DIGEST = re.compile(r"[0-9a-f]{16}")

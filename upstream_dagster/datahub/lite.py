@@ -68,16 +68,6 @@ LITE_OPERATIONS = {
 }
 
 
-def require(path: Path) -> None:
-    """DataHub Lite's file is there, or the error that names it and how to make one."""
-    if not path.exists():
-        raise DataHubUnavailable(
-            f"the DataHub Lite file {path} does not exist",
-            "run `make demo` to build the demo estate and ingest it, or point "
-            "UPSTREAM_STATE_DIR at a state folder that holds one",
-        )
-
-
 class LiteGraph:
     transport = "lite"
     capabilities = LITE
@@ -90,8 +80,8 @@ class LiteGraph:
         self._lock = threading.RLock()
         self._writer: Any = None
         self._rebuild = False  # a write since opening may change Lite's browse tree (lite_sql)
-        if not create:
-            require(self.path)
+        if not create and not self.path.exists():
+            raise DataHubUnavailable.no_lite_file(self.path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
             self._con = sqlite3.connect(str(self.path), check_same_thread=False, timeout=10)

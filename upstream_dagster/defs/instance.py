@@ -121,9 +121,7 @@ def read_gate_store(settings: Settings, read: Journal) -> GateStore:
     """The gate's store beside a journal ``journal`` opened: the embedded event log's
     deployment keeps it in the state folder (or UPSTREAM_GATE_DB)."""
     if isinstance(read, EventLog):
-        return (
-            GateStore(settings.gate_db) if settings.gate_db else GateStore.local(settings.state_dir)
-        )
+        return GateStore.at(settings.gate_db, settings.state_dir)
     return gate_store(settings)
 
 
@@ -154,6 +152,9 @@ def gate_db(settings: Settings, instance: dg.DagsterInstance | None) -> str:
 
 
 def gate_store(settings: Settings) -> GateStore:
-    """The gate's store the runs of this deployment share."""
-    db = gate_db(settings, dagster_instance(settings))
-    return GateStore(db) if db else GateStore.local(settings.state_dir)
+    """The gate's store the runs of this deployment share (the instance is opened only when its
+    PostgreSQL may hold it)."""
+    known = GateStore.without_dagster(settings)
+    if known is not None:
+        return known
+    return GateStore.at(gate_db(settings, dagster_instance(settings)), settings.state_dir)

@@ -76,7 +76,7 @@ class UpstreamResource(dg.ConfigurableResource):  # type: ignore[type-arg]
     @property
     def gate(self) -> GateStore:
         """The gate's store every run of this deployment shares."""
-        return GateStore(self.gate_db) if self.gate_db else GateStore.local(self.state)
+        return GateStore.at(self.gate_db, self.state)
 
     @property
     def pin(self) -> str | None:

@@ -18,9 +18,12 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from upstream_dagster.errors import UpstreamError, redact
+
+if TYPE_CHECKING:
+    from upstream_dagster.settings import Settings
 
 GATE_DB_ENV = "UPSTREAM_GATE_DB"
 _ADVISORY_KEY = 0x5A7E_6A7E  # the one advisory lock every gate transaction takes on PostgreSQL
@@ -103,6 +106,19 @@ class GateStore:
     @classmethod
     def local(cls, state_dir: Path) -> GateStore:
         return cls(f"sqlite:///{Path(state_dir) / 'gate.sqlite'}")
+
+    @classmethod
+    def at(cls, db: str | None, state_dir: Path) -> GateStore:
+        """The store at ``db`` (a PostgreSQL URL), else gate.sqlite in the state folder."""
+        return cls(db) if db else cls.local(state_dir)
+
+    @classmethod
+    def without_dagster(cls, settings: Settings) -> GateStore | None:
+        """The deployment's store when Dagster need not be asked where it is: UPSTREAM_GATE_DB,
+        or gate.sqlite beside Dagster's embedded storage; None when the instance says."""
+        if settings.gate_db or settings.embedded_storage:
+            return cls.at(settings.gate_db, settings.state_dir)
+        return None
 
     @property
     def postgres(self) -> bool:
