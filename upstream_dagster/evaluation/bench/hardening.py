@@ -226,7 +226,12 @@ def env_mutation(rng: random.Random, scratch: Path) -> tuple[str, dict[str, str]
     file = scratch / "not-a-folder"
     file.write_text("x")
     choices = [
-        ("a clock that is not an instant", {"UPSTREAM_CLOCK": _junk(rng).replace("\x00", "")}),
+        # after a character no instant starts with: junk of blanks alone means "unset", and
+        # eight digits are an ISO date (20261204), both rightly accepted
+        (
+            "a clock that is not an instant",
+            {"UPSTREAM_CLOCK": "@" + _junk(rng).replace("\x00", "")},
+        ),
         ("a state folder that is a file", {"UPSTREAM_STATE_DIR": str(file)}),
         (
             "a DataHub address that is not a URL",
